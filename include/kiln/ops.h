@@ -1,0 +1,5 @@
+// All op free functions (one header per family under kiln/ops/).
+#pragma once
+
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/factories.h"

@@ -1,0 +1,20 @@
+// The CPU column of the kernel registry: every op family's register function, called once.
+#include "dispatch/registry.h"
+
+namespace kiln::cpu {
+void register_copy_kernels(detail::KernelRegistry& r);
+void register_elementwise_kernels(detail::KernelRegistry& r);
+void register_reduce_kernels(detail::KernelRegistry& r);
+void register_matmul_kernels(detail::KernelRegistry& r);
+}  // namespace kiln::cpu
+
+namespace kiln::detail {
+
+void register_cpu_kernels(KernelRegistry& r) {
+  cpu::register_copy_kernels(r);
+  cpu::register_elementwise_kernels(r);
+  cpu::register_reduce_kernels(r);
+  cpu::register_matmul_kernels(r);
+}
+
+}  // namespace kiln::detail

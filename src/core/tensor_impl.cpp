@@ -1,0 +1,100 @@
+// TensorImpl geometry bookkeeping and the CPU/default allocators.
+#include "kiln/detail/tensor_impl.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "autograd/meta.h"
+#include "kiln/error.h"
+
+namespace kiln {
+namespace detail {
+
+void AutogradMetaDeleter::operator()(AutogradMeta* m) const { delete m; }
+
+TensorImpl::~TensorImpl() = default;
+
+void TensorImpl::set_sizes_contiguous(IntArrayRef sizes) {
+  sizes_ = DimVector(sizes);
+  strides_.resize(sizes.size());
+  int64_t s = 1;
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    strides_[i] = s;
+    s *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  numel_ = 1;
+  for (int64_t v : sizes) numel_ *= v;
+  contiguous_ = true;
+}
+
+void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  sizes_ = DimVector(sizes);
+  strides_ = DimVector(strides);
+  offset_ = offset;
+  refresh();
+}
+
+void TensorImpl::refresh() {
+  numel_ = 1;
+  for (int64_t v : sizes_) numel_ *= v;
+  // PyTorch's rule: size-1 dims may have any stride; empty tensors are contiguous.
+  bool c = true;
+  if (numel_ != 0) {
+    int64_t expect = 1;
+    for (int64_t i = static_cast<int64_t>(sizes_.size()) - 1; i >= 0; --i) {
+      if (sizes_[i] == 1) continue;
+      if (strides_[i] != expect) {
+        c = false;
+        break;
+      }
+      expect *= sizes_[i];
+    }
+  }
+  contiguous_ = c;
+}
+
+}  // namespace detail
+
+namespace {
+
+void cpu_free(void* data, void*) { std::free(data); }
+
+class CpuAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override {
+    if (nbytes == 0) return {};
+    // Large buffers get 64-byte alignment for vector loads; small ones take malloc's fast path.
+    void* p =
+        nbytes < 4096 ? std::malloc(nbytes) : std::aligned_alloc(64, (nbytes + 63) & ~size_t(63));
+    KILN_CHECK(p != nullptr, "[cpu] out of memory: tried to allocate ", nbytes, " bytes");
+    return {p, nullptr, &cpu_free};
+  }
+};
+
+CpuAllocator g_cpu_allocator;
+Allocator* g_allocators[kNumDeviceTypes] = {&g_cpu_allocator, nullptr};
+
+void blob_free(void* data, void* ctx) {
+  auto* fn = static_cast<std::function<void(void*)>*>(ctx);
+  if (*fn) (*fn)(data);
+  delete fn;
+}
+
+}  // namespace
+
+Allocator* get_allocator(DeviceType t) { return g_allocators[static_cast<int>(t)]; }
+void set_allocator(DeviceType t, Allocator* a) { g_allocators[static_cast<int>(t)] = a; }
+
+Storage make_storage(size_t nbytes, Device device) {
+  Allocator* a = get_allocator(device.type);
+  KILN_CHECK(a != nullptr, "[", device.str(), "] kiln was built without GPU support");
+  return Storage::make(a->allocate(nbytes), nbytes, device);
+}
+
+Storage make_storage_from_blob(void* data, size_t nbytes, Device device,
+                               std::function<void(void*)> deleter) {
+  auto* ctx = new std::function<void(void*)>(std::move(deleter));
+  return Storage::make(DataPtr{data, ctx, &blob_free}, nbytes, device);
+}
+
+}  // namespace kiln

@@ -1,0 +1,73 @@
+// Internal allocation helpers: empty_impl, empty_strided_impl, make_view, resize_impl.
+#include "ops/tensor_factory.h"
+
+#include <limits>
+
+#include "ops/run.h"
+
+namespace kiln::detail {
+
+namespace {
+int64_t checked_numel(IntArrayRef shape, const char* op) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    KILN_CHECK(s >= 0, "[", op, "] negative dimension ", s, " in shape ", shape);
+    KILN_CHECK(s == 0 || n <= std::numeric_limits<int64_t>::max() / s, "[", op, "] shape ", shape,
+               " has too many elements");
+    n *= s;
+  }
+  return n;
+}
+}  // namespace
+
+Tensor empty_impl(IntArrayRef shape, DType dtype, Device device) {
+  int64_t n = checked_numel(shape, "empty");
+  Storage st;
+  if (!tracing_active()) st = make_storage(static_cast<size_t>(n) * element_size(dtype), device);
+  auto impl = Ref<TensorImpl>::make(std::move(st), dtype, device);
+  impl->set_sizes_contiguous(shape);
+  return Tensor(std::move(impl));
+}
+
+int64_t storage_elements_needed(IntArrayRef sizes, IntArrayRef strides) {
+  int64_t end = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return 0;
+    end += (sizes[i] - 1) * strides[i];
+  }
+  return end;
+}
+
+Tensor empty_strided_impl(IntArrayRef shape, IntArrayRef strides, DType dtype, Device device) {
+  KILN_CHECK(shape.size() == strides.size(), "[empty_strided] shape ", shape, " and strides ",
+             strides, " have different lengths");
+  checked_numel(shape, "empty_strided");
+  for (int64_t s : strides) KILN_CHECK(s >= 0, "[empty_strided] negative stride in ", strides);
+  int64_t n = storage_elements_needed(shape, strides);
+  Storage st;
+  if (!tracing_active()) st = make_storage(static_cast<size_t>(n) * element_size(dtype), device);
+  auto impl = Ref<TensorImpl>::make(std::move(st), dtype, device);
+  impl->set_sizes_and_strides(shape, strides, 0);
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  auto impl = Ref<TensorImpl>::make(t.impl()->storage(), t.dtype(), t.device());
+  impl->set_sizes_and_strides(sizes, strides, offset);
+  return Tensor(std::move(impl));
+}
+
+void resize_impl(Tensor& t, IntArrayRef shape) {
+  int64_t n = checked_numel(shape, "resize_");
+  size_t need = static_cast<size_t>(n + t.storage_offset()) * t.element_size();
+  TensorImpl* impl = t.impl();
+  if (impl->has_storage() && impl->storage()->nbytes < need) {
+    // Grow by replacing the storage (all views of the old storage keep the old data).
+    KILN_CHECK(impl->storage().use_count() == 1,
+               "[resize_] cannot resize a tensor whose storage is shared with a view");
+    impl->set_storage(make_storage(need, t.device()));
+  }
+  impl->set_sizes_contiguous(shape);
+}
+
+}  // namespace kiln::detail
