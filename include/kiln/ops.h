@@ -3,3 +3,4 @@
 
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factories.h"
+#include "kiln/ops/linalg.h"

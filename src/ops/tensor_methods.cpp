@@ -39,7 +39,12 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   return *this;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  Tensor out = detail::empty_impl(sizes(), dtype(), device());
+  out.copy_(*this);
+  return out;
+}
 
 Tensor Tensor::clone() const {
   Tensor out = detail::make_output(sizes(), dtype(), device(), *this);

@@ -72,7 +72,10 @@ void run_noncontiguous(const OpRow& row, DType dt) {
     SCOPED_TRACE(row.name + " " + dtype_name(dt) + " sample " + s.desc);
     Tensor a = row.op(prepare(s, dt, false), s);
     Tensor b = row.op(prepare(s, dt, true), s);
-    EXPECT_TRUE(close(b, a, 0, 0, true));
+    // Libraries may pick other kernels for other layouts (last-bit differences), as PyTorch's
+    // noncontiguous tests allow: compare within the output dtype's tolerance.
+    EXPECT_TRUE(close(b, a, default_atol(a.dtype()) * row.tol_scale,
+                      default_rtol(a.dtype()) * row.tol_scale, true));
   }
 }
 
