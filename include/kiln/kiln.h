@@ -6,6 +6,7 @@
 #include "kiln/error.h"
 #include "kiln/ops.h"
 #include "kiln/parallel.h"
+#include "kiln/print.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
 #include "kiln/type_promotion.h"

@@ -4,3 +4,5 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factories.h"
 #include "kiln/ops/linalg.h"
+#include "kiln/ops/random.h"
+#include "kiln/ops/reduce.h"

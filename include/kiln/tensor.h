@@ -9,6 +9,7 @@
 #include "kiln/array_ref.h"
 #include "kiln/detail/tensor_impl.h"
 #include "kiln/error.h"
+#include "kiln/random.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor_options.h"
 
@@ -85,6 +86,7 @@ class Tensor {
 #include "kiln/detail/tensor_reduce_methods.inc"
   // ---- matmul family ----
 #include "kiln/detail/tensor_linalg_methods.inc"
+#include "kiln/detail/tensor_random_methods.inc"
 
   // ---- copies and conversions ----
   Tensor contiguous() const;

@@ -4,8 +4,12 @@
 namespace kiln::cpu {
 void register_copy_kernels(detail::KernelRegistry& r);
 void register_elementwise_kernels(detail::KernelRegistry& r);
+void register_unary_kernels(detail::KernelRegistry& r);
+void register_compare_kernels(detail::KernelRegistry& r);
+void register_ternary_kernels(detail::KernelRegistry& r);
 void register_reduce_kernels(detail::KernelRegistry& r);
 void register_matmul_kernels(detail::KernelRegistry& r);
+void register_random_kernels(detail::KernelRegistry& r);
 }  // namespace kiln::cpu
 
 namespace kiln::detail {
@@ -13,8 +17,12 @@ namespace kiln::detail {
 void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_copy_kernels(r);
   cpu::register_elementwise_kernels(r);
+  cpu::register_unary_kernels(r);
+  cpu::register_compare_kernels(r);
+  cpu::register_ternary_kernels(r);
   cpu::register_reduce_kernels(r);
   cpu::register_matmul_kernels(r);
+  cpu::register_random_kernels(r);
 }
 
 }  // namespace kiln::detail
