@@ -240,7 +240,8 @@ std::vector<OpRow> core_rows() {
         return V{lin / 5, lin % 5};
       });
   a->errors.push_back({"require", [] { zeros({2, 2}).as_strided({3, 3}, {3, 1}); }});
-  a->skip_noncontiguous = "as_strided addresses storage directly, so another layout selects other elements";
+  a->skip_noncontiguous =
+      "as_strided addresses storage directly, so another layout selects other elements";
   view_row(
       "unfold", OpId::Unfold, {7, 2}, [](const Tensor& x) { return x.unfold(0, 3, 2); }, {3, 2, 3},
       [](const V& i) {

@@ -32,12 +32,12 @@ struct Sample {
 using OpFn = std::function<Tensor(const std::vector<Tensor>& in, const Sample& s)>;
 
 struct OpRow {
-  std::string name;             // unique: "add", "add.alpha", "sum.dim"
-  std::vector<OpId> covers;     // the primitives this row tests (registry_complete checks them)
+  std::string name;          // unique: "add", "add.alpha", "sum.dim"
+  std::vector<OpId> covers;  // the primitives this row tests (registry_complete checks them)
   uint32_t dtypes = detail::kFloatMask;
   // Samples for a dtype (inputs as float64/complex128 masters).
   std::function<std::vector<Sample>(DType)> samples;
-  OpFn op;   // the kiln call on inputs already converted to the tested dtype
+  OpFn op;  // the kiln call on inputs already converted to the tested dtype
   // The reference, computed with plain loops in double/complex<double> from float64/complex128
   // copies of the converted inputs (so rounding of the inputs is not counted as error).
   // It returns a float64/complex128/int64/bool tensor of the expected shape.
@@ -62,10 +62,10 @@ struct RowAdder {
   explicit RowAdder(OpRow r) { op_table().push_back(std::move(r)); }
 };
 // KILN_OP_ROWS(fn): fn() returns std::vector<OpRow>, added at start-up.
-#define KILN_OP_ROWS(fn)                                    \
-  static const bool kiln_rows_##fn = [] {                   \
+#define KILN_OP_ROWS(fn)                                                      \
+  static const bool kiln_rows_##fn = [] {                                     \
     for (auto& r : fn()) ::kiln::testing::op_table().push_back(std::move(r)); \
-    return true;                                            \
+    return true;                                                              \
   }()
 
 // ---- values ----
@@ -87,7 +87,8 @@ double default_rtol(DType d);
 
 // ---- elementwise references (plain loops with broadcasting) ----
 using C = std::complex<double>;
-Tensor ref_map(const std::vector<Tensor>& in, DType out, const std::function<C(const std::vector<C>&)>& f);
+Tensor ref_map(const std::vector<Tensor>& in, DType out,
+               const std::function<C(const std::vector<C>&)>& f);
 // Broadcast shape computed independently of kiln.
 std::vector<int64_t> ref_broadcast(const std::vector<std::vector<int64_t>>& shapes);
 

@@ -18,12 +18,12 @@ std::vector<OpRow>& op_table() {
 namespace {
 std::complex<double> read_one(const char* p, DType d) {
   switch (d) {
-#define KILN_READ_CASE(T, E, N)                                                   \
-  case DType::E: {                                                                \
-    T v;                                                                          \
-    std::memcpy(&v, p, sizeof(T));                                                \
-    auto c = detail::convert<complex<double>>(v);                                 \
-    return {c.real(), c.imag()};                                                  \
+#define KILN_READ_CASE(T, E, N)                   \
+  case DType::E: {                                \
+    T v;                                          \
+    std::memcpy(&v, p, sizeof(T));                \
+    auto c = detail::convert<complex<double>>(v); \
+    return {c.real(), c.imag()};                  \
   }
     KILN_FORALL_DTYPES(KILN_READ_CASE)
 #undef KILN_READ_CASE
@@ -242,7 +242,8 @@ std::vector<Sample> elementwise_samples(int arity, DType dt, double lo, double h
     for (int k = 0; k < arity; ++k) {
       std::vector<std::complex<double>> v;
       for (size_t i = 0; i < sp.size(); ++i) v.push_back(sp[(i * (k + 1) + k) % sp.size()]);
-      s.inputs.push_back(from_values(v, {static_cast<int64_t>(v.size())}, cplx ? DType::Complex128 : DType::Float64));
+      s.inputs.push_back(from_values(v, {static_cast<int64_t>(v.size())},
+                                     cplx ? DType::Complex128 : DType::Float64));
     }
     s.desc = "special values";
     out.push_back(std::move(s));
@@ -263,7 +264,8 @@ OpRow unary_row(std::string name, OpId id, std::function<Tensor(const Tensor&)> 
   r.samples = [lo, hi](DType dt) { return elementwise_samples(1, dt, lo, hi); };
   r.op = [fn](const std::vector<Tensor>& in, const Sample&) { return fn(in[0]); };
   r.ref = [ref](const std::vector<Tensor>& in, const Sample&) {
-    return ref_map(in, master_dtype_for(in[0].dtype()), [&](const std::vector<C>& a) { return ref(a[0]); });
+    return ref_map(in, master_dtype_for(in[0].dtype()),
+                   [&](const std::vector<C>& a) { return ref(a[0]); });
   };
   return r;
 }
@@ -277,7 +279,9 @@ OpRow binary_row(std::string name, OpId id, std::function<Tensor(const Tensor&, 
   r.samples = [lo, hi](DType dt) { return elementwise_samples(2, dt, lo, hi); };
   r.op = [fn](const std::vector<Tensor>& in, const Sample&) { return fn(in[0], in[1]); };
   r.ref = [ref](const std::vector<Tensor>& in, const Sample&) {
-    DType m = in[0].dtype() == DType::Complex128 || in[1].dtype() == DType::Complex128 ? DType::Complex128 : DType::Float64;
+    DType m = in[0].dtype() == DType::Complex128 || in[1].dtype() == DType::Complex128
+                  ? DType::Complex128
+                  : DType::Float64;
     return ref_map(in, m, [&](const std::vector<C>& a) { return ref(a[0], a[1]); });
   };
   return r;

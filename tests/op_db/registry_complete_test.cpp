@@ -38,12 +38,14 @@ TEST(RegistryComplete, EveryPrimitiveHasAnOpTableRow) {
   std::vector<std::string> missing;
   for (int i = 0; i < kNumOps; ++i)
     if (!covered.count(static_cast<OpId>(i))) missing.push_back(op_def(static_cast<OpId>(i)).name);
-  EXPECT_TRUE(missing.empty()) << "ops without an op-table row: " << ::testing::PrintToString(missing);
+  EXPECT_TRUE(missing.empty()) << "ops without an op-table row: "
+                               << ::testing::PrintToString(missing);
 }
 
 TEST(RegistryComplete, RowNamesAreUnique) {
   std::set<std::string> names;
-  for (const auto& r : op_table()) EXPECT_TRUE(names.insert(r.name).second) << "duplicate row " << r.name;
+  for (const auto& r : op_table())
+    EXPECT_TRUE(names.insert(r.name).second) << "duplicate row " << r.name;
 }
 
 }  // namespace
