@@ -1,5 +1,5 @@
 // CPU op benchmarks: per-call overhead of a 1-element add (a + b, add_, add_out), a 16M-element
-// add, sums (over dim 1 of [1M, 16] and of all 16M elements) and a 1024^3 float32 matmul.
+// add, sums (over dim 1 of [1M, 16], of all 16M elements, float16) and a 1024^3 float32 matmul.
 // Prints one JSON line per case: {"bench": name, "kiln_us": median, ...}. torch_cpu_ops.py runs
 // the same cases with PyTorch; run_cpu_bench.sh runs both and prints the ratios.
 #include <kiln/kiln.h>
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,23 +21,32 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Timing {
-  double median_us = 0, min_us = 0;
+  double median_us = 0, min_us = 0, cpu_us = 0;  // cpu_us: process CPU time per call (all threads)
   int reps = 0;
 };
+
+double process_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
 
 // Runs `fn` `inner` times per sample and `samples` samples (after one warm-up sample); returns
 // the median and minimum of the per-call times.
 Timing measure(const std::function<void()>& fn, int inner, int samples) {
   for (int i = 0; i < inner; ++i) fn();
   std::vector<double> us;
+  const double cpu0 = process_cpu_us();
   for (int s = 0; s < samples; ++s) {
     const auto t0 = Clock::now();
     for (int i = 0; i < inner; ++i) fn();
     const auto t1 = Clock::now();
     us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / inner);
   }
+  const double cpu1 = process_cpu_us();
   std::sort(us.begin(), us.end());
   Timing t;
+  t.cpu_us = (cpu1 - cpu0) / (double(inner) * samples);
   t.median_us = us[us.size() / 2];
   t.min_us = us.front();
   t.reps = inner * samples;
@@ -45,9 +55,9 @@ Timing measure(const std::function<void()>& fn, int inner, int samples) {
 
 void report(const char* name, const Timing& t, int threads, const std::string& extra = "") {
   std::printf(
-      "{\"bench\": \"%s\", \"kiln_us\": %.4f, \"kiln_min_us\": %.4f, \"reps\": %d, "
-      "\"threads\": %d%s}\n",
-      name, t.median_us, t.min_us, t.reps, threads, extra.c_str());
+      "{\"bench\": \"%s\", \"kiln_us\": %.4f, \"kiln_min_us\": %.4f, \"kiln_cpu_us\": %.4f, "
+      "\"reps\": %d, \"threads\": %d%s}\n",
+      name, t.median_us, t.min_us, t.cpu_us, t.reps, threads, extra.c_str());
   std::fflush(stdout);
 }
 
@@ -101,6 +111,14 @@ int main(int argc, char** argv) {
     report("sum_dim1_1Mx16", t, threads, rate("GB_per_s", 4.0 * n16 / (t.median_us * 1e3)));
     t = measure([&] { kiln::Tensor s = x.sum(); }, 1, samples);
     report("sum_all_16M", t, threads, rate("GB_per_s", 4.0 * n16 / (t.median_us * 1e3)));
+  }
+
+  // float16 sum of all 16M elements (float accumulation).
+  {
+    kiln::Tensor x = kiln::linspace(0, 1, n16).to(kiln::kFloat16);
+    const int samples = std::max(3, 30 / scale);
+    Timing t = measure([&] { kiln::Tensor s = x.sum(); }, 1, samples);
+    report("sum_all_16M_f16", t, threads, rate("GB_per_s", 2.0 * n16 / (t.median_us * 1e3)));
   }
 
   // 1024 x 1024 x 1024 float32 matmul (OpenBLAS sgemm).

@@ -12,13 +12,16 @@ def measure(fn, inner, samples):
     for _ in range(inner):
         fn()
     us = []
+    cpu0 = time.process_time()
     for _ in range(samples):
         t0 = time.perf_counter()
         for _ in range(inner):
             fn()
         us.append((time.perf_counter() - t0) * 1e6 / inner)
+    cpu_us = (time.process_time() - cpu0) * 1e6 / (inner * samples)
     us.sort()
-    return {"torch_us": us[len(us) // 2], "torch_min_us": us[0], "reps": inner * samples}
+    return {"torch_us": us[len(us) // 2], "torch_min_us": us[0], "torch_cpu_us": cpu_us,
+            "reps": inner * samples}
 
 
 def report(name, timing, threads, **extra):
@@ -57,6 +60,10 @@ def main():
         report("sum_dim1_1Mx16", t, th, GB_per_s=4.0 * n16 / (t["torch_us"] * 1e3))
         t = measure(lambda: x.sum(), 1, samples)
         report("sum_all_16M", t, th, GB_per_s=4.0 * n16 / (t["torch_us"] * 1e3))
+
+        x = torch.linspace(0, 1, n16).to(torch.float16)
+        t = measure(lambda: x.sum(), 1, samples)
+        report("sum_all_16M_f16", t, th, GB_per_s=2.0 * n16 / (t["torch_us"] * 1e3))
 
         a = torch.linspace(-1, 1, 1 << 20).reshape(1024, 1024)
         b = torch.linspace(1, -1, 1 << 20).reshape(1024, 1024)

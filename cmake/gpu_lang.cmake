@@ -1,9 +1,9 @@
-# Chooses the GPU backend from KILN_GPU (auto|cuda|hip|none) and sets KILN_GPU_BACKEND.
-# auto picks cuda when nvcc is usable, else hip when hipcc is, else none.
+# Chooses the GPU backend from KILN_GPU (auto|cuda|hip|none), sets KILN_GPU_BACKEND and builds the
+# .cu files of src/kernels/gpu and src/backend/gpu as CUDA or as HIP (one source tree for both).
+# auto picks cuda when nvcc is usable, else hip when a HIP compiler is, else none.
 set(KILN_GPU_BACKEND "none")
 set(KILN_GPU_SOURCES "")
-set(_kiln_gpu_src_dir "${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/gpu")
-file(GLOB_RECURSE _kiln_cu_files CONFIGURE_DEPENDS ${_kiln_gpu_src_dir}/*.cu
+file(GLOB_RECURSE _kiln_cu_files CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/gpu/*.cu
      ${CMAKE_CURRENT_SOURCE_DIR}/src/backend/gpu/*.cu)
 
 if(KILN_GPU STREQUAL "auto")
@@ -16,10 +16,14 @@ if(KILN_GPU STREQUAL "auto")
       set(KILN_GPU_BACKEND "cuda")
     else()
       check_language(HIP)
-      if(CMAKE_HIP_COMPILER)
+      # enable_language(HIP) also needs ROCm's hip-lang CMake package (some distributions ship
+      # hipcc without it): without it, fall back to none rather than fail.
+      find_file(_kiln_hip_lang hip-lang-config.cmake PATHS $ENV{ROCM_PATH} /opt/rocm /usr
+                PATH_SUFFIXES lib/cmake/hip-lang lib64/cmake/hip-lang NO_CACHE)
+      if(CMAKE_HIP_COMPILER AND _kiln_hip_lang)
         set(KILN_GPU_BACKEND "hip")
       else()
-        message(STATUS "kiln: KILN_GPU=auto found neither nvcc nor hipcc; building without GPU")
+        message(STATUS "kiln: KILN_GPU=auto found neither nvcc nor a HIP compiler; building without GPU")
       endif()
     endif()
   endif()
@@ -33,13 +37,60 @@ elseif(NOT KILN_GPU STREQUAL "none")
 endif()
 
 if(KILN_GPU_BACKEND STREQUAL "cuda")
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+    set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "GPU architectures to build for")
+  endif()
   enable_language(CUDA)
+  # C++20 after enable_language (the compiler check must not ask for it). CMake < 3.26 does not
+  # know nvcc's C++20 flag: tell it.
+  if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+  endif()
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  set(CMAKE_CUDA_EXTENSIONS OFF)
+  find_package(CUDAToolkit REQUIRED)
   set(KILN_GPU_SOURCES ${_kiln_cu_files})
   set_source_files_properties(${KILN_GPU_SOURCES} PROPERTIES LANGUAGE CUDA)
+  # The runtime is linked statically; the driver is reached through
+  # cudaGetDriverEntryPointByVersion, so binaries start where no driver is installed (and say
+  # that no GPU is available). cuBLAS & co. join this list when kiln code uses them.
+  set(KILN_GPU_LIBRARIES CUDA::cudart_static)
+  set(KILN_GPU_ARCH_LIST "${CMAKE_CUDA_ARCHITECTURES}")
+  set(KILN_GPU_COMPILE_OPTIONS
+      $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fvisibility-inlines-hidden>)
 elseif(KILN_GPU_BACKEND STREQUAL "hip")
+  if(NOT DEFINED CMAKE_HIP_ARCHITECTURES OR CMAKE_HIP_ARCHITECTURES STREQUAL "")
+    set(CMAKE_HIP_ARCHITECTURES "gfx90a;gfx942" CACHE STRING "GPU architectures to build for")
+  endif()
   enable_language(HIP)
+  set(CMAKE_HIP_STANDARD 20)
+  set(CMAKE_HIP_STANDARD_REQUIRED ON)
+  set(CMAKE_HIP_EXTENSIONS OFF)
+  find_package(hip REQUIRED)
   set(KILN_GPU_SOURCES ${_kiln_cu_files})
   set_source_files_properties(${KILN_GPU_SOURCES} PROPERTIES LANGUAGE HIP)
+  set(KILN_GPU_LIBRARIES hip::host)
+  set(KILN_GPU_ARCH_LIST "${CMAKE_HIP_ARCHITECTURES}")
+  set(KILN_GPU_COMPILE_OPTIONS "")
 endif()
 string(TOUPPER "${KILN_GPU_BACKEND}" KILN_GPU_BACKEND_UPPER)
 message(STATUS "kiln: GPU backend: ${KILN_GPU_BACKEND}")
+
+# The kiln target is made after this file is included: attach the GPU libraries and options once
+# the top-level CMakeLists.txt has been read.
+function(_kiln_gpu_finish_target)
+  if(KILN_GPU_BACKEND STREQUAL "none" OR NOT TARGET kiln)
+    return()
+  endif()
+  target_link_libraries(kiln PRIVATE ${KILN_GPU_LIBRARIES})
+  target_compile_options(kiln PRIVATE ${KILN_GPU_COMPILE_OPTIONS})
+  # Commas, not semicolons: a CMake list would split the definition. Only the file that reports
+  # it gets it, so the other sources compile (and hit ccache) alike for every architecture list.
+  string(REPLACE ";" "," _archs "${KILN_GPU_ARCH_LIST}")
+  set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/backend/gpu/cuda_api.cu APPEND PROPERTY
+               COMPILE_DEFINITIONS "KILN_GPU_ARCHS=\"${_archs}\"")
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _kiln_gpu_finish_target)

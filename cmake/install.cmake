@@ -22,6 +22,12 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kilnConfig.cmake
 set(KILN_PC_LIBS "-lkiln")
 if(NOT BUILD_SHARED_LIBS)
   set(KILN_PC_LIBS_PRIVATE "-lopenblas -fopenmp -lpthread")
+  # A static GPU build also needs the vendor runtime at the consumer's link.
+  if(KILN_GPU_BACKEND STREQUAL "cuda")
+    string(APPEND KILN_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt")
+  elseif(KILN_GPU_BACKEND STREQUAL "hip")
+    string(APPEND KILN_PC_LIBS_PRIVATE " -lamdhip64")
+  endif()
 endif()
 configure_file(cmake/kiln.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kiln.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -3,6 +3,9 @@
 
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factories.h"
+#include "kiln/ops/indexing.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/random.h"
 #include "kiln/ops/reduce.h"
+#include "kiln/ops/scan.h"
+#include "kiln/ops/shape.h"

@@ -89,10 +89,20 @@ class Tensor {
   // ---- matmul family ----
 #include "kiln/detail/tensor_linalg_methods.inc"
 #include "kiln/detail/tensor_random_methods.inc"
+  // ---- indexing, shape, scans/sorting ----
+#include "kiln/detail/tensor_index_methods.inc"
+#include "kiln/detail/tensor_scan_methods.inc"
+#include "kiln/detail/tensor_shape_methods.inc"
+  // ---- autograd ----
+#include "kiln/detail/tensor_autograd_methods.inc"
 
   // ---- copies and conversions ----
   Tensor contiguous() const;
   Tensor clone() const;
+  // A copy of this CPU tensor in page-locked host memory (itself when already pinned): the source
+  // of non_blocking host-to-GPU copies. Needs a GPU build.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   // Copies src into this tensor (broadcasting src, converting dtype and device).
   Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor to(DType dtype, bool copy = false) const;

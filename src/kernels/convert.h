@@ -1,5 +1,5 @@
 // convert<To>(from): element conversion between any two kiln dtypes (C++ rules; complex -> real
-// keeps the real part; anything -> bool is "!= 0"). Host and device.
+// keeps the real part; anything -> bool is "!= 0", complex -> bool too: 1j is true). Host, device.
 #pragma once
 
 #include <type_traits>
@@ -33,6 +33,8 @@ KILN_HD inline To convert(From v) {
       return To(static_cast<R>(static_cast<float>(v)), R(0));
     else
       return To(static_cast<R>(v), R(0));
+  } else if constexpr (is_complex_v<From> && std::is_same_v<To, bool>) {
+    return v.real() != decltype(v.real())(0) || v.imag() != decltype(v.imag())(0);
   } else if constexpr (is_complex_v<From>) {
     return convert<To>(v.real());
   } else if constexpr (std::is_same_v<To, bool>) {

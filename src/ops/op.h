@@ -59,6 +59,9 @@ enum OpFlag : uint32_t {
   kIntegralOnly = 1u << 5,  // only integral/bool inputs
   kFloatOnly = 1u << 6,     // only floating inputs (after promotion)
   kNondeterministic = 1u << 7,
+  // Differentiable, but its vjp is not written yet: autograd raises "[op] has no vjp yet" when a
+  // gradient must flow through it. Temporary; tests/op_db/registry_complete lists these rows.
+  kNoVjpYet = 1u << 8,
 };
 
 // Attributes of one call: scalars (alpha, bounds), ints (dims, sizes), flags.
@@ -90,6 +93,9 @@ struct OpCall {
 };
 
 using InferFn = void (*)(OpCall&);
+struct VjpContext;  // src/autograd/vjp.h: saved inputs/outputs, attrs, output grads -> input grads
+// Gradient of one primitive, written with kiln ops (so create_graph gives higher order).
+using VjpFn = void (*)(VjpContext&);
 using Kernel = void (*)(OpCall&);
 
 struct OpDef {
@@ -98,6 +104,10 @@ struct OpDef {
   DTypeRule rule;
   uint32_t flags;
   InferFn infer;  // set by the op family's front end at registration
+  // The vjp (null: kNoGrad, kNoVjpYet, or not registered); set by autograd::register_vjps()
+  // (src/autograd/vjp_<family>.cpp) together with which inputs/outputs it reads.
+  VjpFn vjp = nullptr;
+  uint32_t vjp_saves = 0;  // bit i: reads input i; bit 16+j: reads output j
 };
 
 const OpDef& op_def(OpId id);

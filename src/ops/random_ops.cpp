@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/meta.h"
+#include "backend/gpu/graph_rng.h"
 #include "kernels/distributions.h"
 #include "kernels/philox.h"
 #include "kiln/ops/factories.h"
@@ -69,6 +70,15 @@ void run_random(OpCall& c, const Tensor& target, uint64_t counters,
   const PhiloxSeedOffset so = gen.reserve(counters);
   c.attrs.i0 = static_cast<int64_t>(so.seed);
   c.attrs.i1 = static_cast<int64_t>(so.offset);
+  if (target.is_cuda()) {
+    // Captured into a GPU graph: the kernel reads (seed, offset) at replay time from the graph's
+    // state tensor, appended as the last input (Note [Graph-safe random numbers]).
+    gpu::CapturedRng cap = gpu::capture_rng(gen, so, target.device().index);
+    if (cap.state.defined()) {
+      c.in.push_back(cap.state);
+      c.attrs.i1 = static_cast<int64_t>(cap.offset);
+    }
+  }
   c.out.clear();
   c.out.push_back(target);
   c.provided_out = c.inplace = true;

@@ -6,8 +6,19 @@
 
 namespace kiln::detail {
 
+// Autograd's hooks are installed from the start (defined in src/autograd/record.cpp).
+void* autograd_pre(OpCall& c);
+void autograd_post(OpCall& c, void* pending);
+void autograd_abort(void* pending);
+
 OpHooks& op_hooks() {
-  static OpHooks h;
+  static OpHooks h = [] {
+    OpHooks x;
+    x.autograd_pre = &autograd_pre;
+    x.autograd_post = &autograd_post;
+    x.autograd_abort = &autograd_abort;
+    return x;
+  }();
   return h;
 }
 
@@ -17,6 +28,25 @@ bool& tracing_active() {
 }
 
 namespace {
+// Drops a pending autograd record if the kernel throws.
+struct PendingGuard {
+  void* p = nullptr;
+  void (*abort)(void*) = nullptr;
+  ~PendingGuard() {
+    if (p != nullptr) abort(p);
+  }
+};
+
+// The no-grad fast path: when no input (nor, in place, the written tensor) carries autograd
+// metadata, autograd_pre has nothing to record (it only looks at requires_grad through that
+// metadata), so run() skips the call.
+KILN_INLINE bool may_need_autograd(const OpCall& c) {
+  for (const Tensor& t : c.in)
+    if (t.defined() && t.impl()->autograd_meta() != nullptr) return true;
+  return c.inplace && !c.out.empty() && c.out[0].defined() &&
+         c.out[0].impl()->autograd_meta() != nullptr;
+}
+
 [[noreturn]] KILN_NOINLINE void no_kernel(const OpCall& c, Device dev) {
   if (dev.is_cuda())
     KILN_ERROR("[", op_name(c.op), "] has no kernel for device ", dev.str(),
@@ -31,6 +61,11 @@ void run(OpCall& c) {
   const OpDef& def = op_def(c.op);
   if (def.infer) def.infer(c);
   if (KILN_UNLIKELY(h.trace != nullptr) && tracing_active() && h.trace(c)) return;
+  PendingGuard ag;
+  if (h.autograd_pre != nullptr && may_need_autograd(c)) {
+    ag.p = h.autograd_pre(c);
+    ag.abort = h.autograd_abort;
+  }
   Device dev = c.out.empty() ? (c.in.empty() ? Device(kCPU) : c.in[0].device()) : c.out[0].device();
   // A copy between the cpu and a GPU runs on the GPU's kernel, whichever side it is on.
   if (c.op == OpId::Copy && dev.is_cpu() && !c.in[0].is_cpu()) dev = c.in[0].device();
@@ -47,7 +82,11 @@ void run(OpCall& c) {
   }
   if (c.inplace || c.provided_out)
     for (const Tensor& o : c.out) o.impl()->bump_version();
-  if (KILN_UNLIKELY(h.autograd != nullptr)) h.autograd(c);
+  if (ag.p != nullptr) {
+    void* p = ag.p;
+    ag.p = nullptr;
+    h.autograd_post(c, p);
+  }
 }
 
 Tensor wrap_scalar(const Scalar& s) {

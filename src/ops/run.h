@@ -13,8 +13,12 @@ struct OpHooks {
   bool (*trace)(OpCall& c) = nullptr;
   // Autocast: may cast c.in before infer.
   void (*autocast)(OpCall& c) = nullptr;
-  // Autograd: records a node when an input requires grad (called after the kernel).
-  void (*autograd)(OpCall& c) = nullptr;
+  // Autograd (src/autograd/record.cpp): autograd_pre runs after infer and returns a pending
+  // record (null: nothing to record); the kernel then runs with grad mode off, and
+  // autograd_post attaches the outputs (autograd_abort drops the record on an exception).
+  void* (*autograd_pre)(OpCall& c) = nullptr;
+  void (*autograd_post)(OpCall& c, void* pending) = nullptr;
+  void (*autograd_abort)(void* pending) = nullptr;
   // Profiler: brackets the kernel.
   void (*profile_begin)(const OpCall& c) = nullptr;
   void (*profile_end)(const OpCall& c) = nullptr;

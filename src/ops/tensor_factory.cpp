@@ -3,6 +3,8 @@
 
 #include <limits>
 
+#include "autograd/view_autograd.h"
+#include "kiln/random.h"
 #include "ops/run.h"
 
 namespace kiln::detail {
@@ -20,10 +22,22 @@ int64_t checked_numel(IntArrayRef shape, const char* op) {
 }
 }  // namespace
 
+Device resolve_device(Device device) {
+  // The GPU runtime registers the current-device hook that the generators use too.
+  return device.is_cuda() && !device.has_index() ? resolve_rng_device(device) : device;
+}
+
+Storage make_device_storage(size_t nbytes, Device device) {
+  if (device.is_cuda()) return make_cuda_storage(nbytes, resolve_device(device).index);
+  return make_storage(nbytes, device);
+}
+
 Tensor empty_impl(IntArrayRef shape, DType dtype, Device device) {
   int64_t n = checked_numel(shape, "empty");
+  device = resolve_device(device);
   Storage st;
-  if (!tracing_active()) st = make_storage(static_cast<size_t>(n) * element_size(dtype), device);
+  if (!tracing_active())
+    st = make_device_storage(static_cast<size_t>(n) * element_size(dtype), device);
   auto impl = Ref<TensorImpl>::make(std::move(st), dtype, device);
   impl->set_sizes_contiguous(shape);
   return Tensor(std::move(impl));
@@ -44,8 +58,10 @@ Tensor empty_strided_impl(IntArrayRef shape, IntArrayRef strides, DType dtype, D
   checked_numel(shape, "empty_strided");
   for (int64_t s : strides) KILN_CHECK(s >= 0, "[empty_strided] negative stride in ", strides);
   int64_t n = storage_elements_needed(shape, strides);
+  device = resolve_device(device);
   Storage st;
-  if (!tracing_active()) st = make_storage(static_cast<size_t>(n) * element_size(dtype), device);
+  if (!tracing_active())
+    st = make_device_storage(static_cast<size_t>(n) * element_size(dtype), device);
   auto impl = Ref<TensorImpl>::make(std::move(st), dtype, device);
   impl->set_sizes_and_strides(shape, strides, 0);
   return Tensor(std::move(impl));
@@ -54,7 +70,7 @@ Tensor empty_strided_impl(IntArrayRef shape, IntArrayRef strides, DType dtype, D
 Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   auto impl = Ref<TensorImpl>::make(t.impl()->storage(), t.dtype(), t.device());
   impl->set_sizes_and_strides(sizes, strides, offset);
-  return Tensor(std::move(impl));
+  return track_internal_view(t, Tensor(std::move(impl)));
 }
 
 void resize_impl(Tensor& t, IntArrayRef shape) {
@@ -65,7 +81,7 @@ void resize_impl(Tensor& t, IntArrayRef shape) {
     // Grow by replacing the storage (all views of the old storage keep the old data).
     KILN_CHECK(impl->storage().use_count() == 1,
                "[resize_] cannot resize a tensor whose storage is shared with a view");
-    impl->set_storage(make_storage(need, t.device()));
+    impl->set_storage(make_device_storage(need, t.device()));
   }
   impl->set_sizes_contiguous(shape);
 }

@@ -14,5 +14,13 @@ Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_
 void resize_impl(Tensor& t, IntArrayRef shape);
 // Bytes needed by a strided layout (max offset + 1 elements).
 int64_t storage_elements_needed(IntArrayRef sizes, IntArrayRef strides);
+// `device` with a cuda index of -1 replaced by the current cuda device (cpu: unchanged), so every
+// tensor names the GPU its memory lives on.
+Device resolve_device(Device device);
+// nbytes on `device` (index resolved): cuda memory comes from that device's caching allocator on
+// its current stream, whatever the current device is (backend/gpu/gpu_allocator.cu; the no-GPU
+// build's version throws).
+Storage make_device_storage(size_t nbytes, Device device);
+Storage make_cuda_storage(size_t nbytes, int device);
 
 }  // namespace kiln::detail

@@ -1,4 +1,5 @@
 // Tensor copies and conversions: copy_, to, contiguous, clone, fill_, item, typed access.
+#include "kiln/cuda.h"
 #include "kiln/ops/factories.h"
 #include "kiln/tensor.h"
 #include "ops/infer.h"
@@ -23,7 +24,6 @@ void check_accessor(const Tensor& t, DType want, size_t n) {
 }  // namespace detail
 
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
-  (void)non_blocking;
   KILN_CHECK(defined() && src.defined(), "[copy_] undefined tensor");
   OpCall c(OpId::Copy);
   c.in.push_back(src);
@@ -35,6 +35,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   KILN_CHECK(IntArrayRef(b) == sizes(), "[copy_] source of shape ", src.sizes(),
              " cannot be broadcast to the destination shape ", sizes());
   c.compute = dtype();
+  c.attrs.flag = non_blocking;  // GPU copies from/to pinned memory return before they finish
   detail::run(c);
   return *this;
 }
@@ -45,6 +46,9 @@ Tensor Tensor::contiguous() const {
   out.copy_(*this);
   return out;
 }
+
+Tensor Tensor::pin_memory() const { return detail::pin_memory(*this); }
+bool Tensor::is_pinned() const { return detail::is_pinned(*this); }
 
 Tensor Tensor::clone() const {
   Tensor out = detail::make_output(sizes(), dtype(), device(), *this);

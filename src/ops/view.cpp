@@ -2,16 +2,46 @@
 #include <algorithm>
 #include <numeric>
 
+#include "autograd/view_autograd.h"
 #include "core/wrap_dim.h"
+#include "kiln/ops/elementwise.h"
 #include "kiln/tensor.h"
 #include "ops/tensor_factory.h"
 
 namespace kiln {
 
-using detail::make_view;
 using detail::wrap_dim;
 
 namespace {
+
+// View ops build their views untracked and record autograd themselves (finish_view below).
+Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  return detail::alias_untracked(t, sizes, strides, offset);
+}
+
+// Autograd for views (src/autograd/view_autograd.h): under grad mode every view records its
+// base, and a view of a tensor requiring grad gets a node whose backward is given here.
+bool track() { return detail::grad_mode_enabled(); }
+
+Tensor reshape_back(const Tensor& self, Tensor out, const char* name) {
+  if (!track()) return out;
+  DimVector sz(self.sizes());
+  // (view_strides rejects a 0-dim source; its gradient has one element: expand it instead)
+  return detail::finish_view(self, std::move(out), name, [sz](const Tensor& g) {
+    return g.dim() == 0 ? g.expand(sz) : g.reshape(sz);
+  });
+}
+
+// Slicing views: the backward writes g through the same view of a zeros tensor.
+Tensor scatter_back(const Tensor& self, Tensor out, const char* name, detail::ViewFn fn) {
+  if (!track()) return out;
+  DimVector sz(self.sizes());
+  DType dt = self.dtype();
+  Device dev = self.device();
+  return detail::finish_view(self, std::move(out), name, [sz, dt, dev, fn](const Tensor& g) {
+    return detail::view_scatter_back(g, sz, dt, dev, fn);
+  });
+}
 
 DimVector infer_size(IntArrayRef shape, int64_t numel, const char* op) {
   DimVector out(shape);
@@ -43,7 +73,9 @@ std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, In
   if (shape.empty()) return out;
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
-  if (numel == 0) {  // any strides work; use contiguous ones
+  // numel 0, or a 0-dim source (one element, no dims to split): any strides work; use
+  // contiguous ones.
+  if (numel == 0 || sizes.empty()) {
     int64_t s = 1;
     for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
       out[i] = s;
@@ -76,6 +108,13 @@ std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, In
 
 }  // namespace
 
+namespace detail {
+std::optional<DimVector> reshape_strides(IntArrayRef sizes, IntArrayRef strides,
+                                         IntArrayRef shape) {
+  return view_strides(sizes, strides, shape);
+}
+}  // namespace detail
+
 int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
 
@@ -86,7 +125,7 @@ Tensor Tensor::view(IntArrayRef shape) const {
              sizes(), " and stride ", strides(),
              " (at least one dimension spans across two contiguous subspaces). Use .reshape(...) "
              "instead.");
-  return make_view(*this, sz, *st, storage_offset());
+  return reshape_back(*this, make_view(*this, sz, *st, storage_offset()), "ViewBackward0");
 }
 
 Tensor Tensor::view_as(const Tensor& other) const { return view(other.sizes()); }
@@ -94,7 +133,7 @@ Tensor Tensor::view_as(const Tensor& other) const { return view(other.sizes()); 
 Tensor Tensor::reshape(IntArrayRef shape) const {
   DimVector sz = infer_size(shape, numel(), "reshape");
   if (auto st = view_strides(sizes(), strides(), sz))
-    return make_view(*this, sz, *st, storage_offset());
+    return reshape_back(*this, make_view(*this, sz, *st, storage_offset()), "ViewBackward0");
   return contiguous().view(sz);
 }
 
@@ -111,18 +150,28 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     sz[i] = sizes()[wd[i]];
     st[i] = strides()[wd[i]];
   }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (!track()) return out;
+  DimVector inv(n);
+  for (int64_t i = 0; i < n; ++i) inv[wd[i]] = i;
+  return detail::finish_view(*this, std::move(out), "PermuteBackward0",
+                             [inv](const Tensor& g) { return g.permute(inv); });
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   int64_t n = dim();
   d0 = wrap_dim(d0, n, "transpose");
   d1 = wrap_dim(d1, n, "transpose");
-  if (n == 0) return make_view(*this, sizes(), strides(), storage_offset());
   DimVector sz(sizes()), st(strides());
-  std::swap(sz[d0], sz[d1]);
-  std::swap(st[d0], st[d1]);
-  return make_view(*this, sz, st, storage_offset());
+  if (n > 0) {
+    std::swap(sz[d0], sz[d1]);
+    std::swap(st[d0], st[d1]);
+  }
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (!track()) return out;
+  return detail::finish_view(
+      *this, std::move(out), "TransposeBackward0",
+      [d0, d1, n](const Tensor& g) { return n == 0 ? g : g.transpose(d0, d1); });
 }
 
 Tensor Tensor::t() const {
@@ -160,7 +209,11 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     sz[i] = want;
     st[i] = have == want ? strides()[i - off] : 0;
   }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (!track()) return out;
+  DimVector in_sz(sizes());
+  return detail::finish_view(*this, std::move(out), "ExpandBackward0",
+                             [in_sz](const Tensor& g) { return detail::sum_to(g, in_sz); });
 }
 
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.sizes()); }
@@ -172,7 +225,7 @@ Tensor Tensor::squeeze() const {
       sz.push_back(sizes()[i]);
       st.push_back(strides()[i]);
     }
-  return make_view(*this, sz, st, storage_offset());
+  return reshape_back(*this, make_view(*this, sz, st, storage_offset()), "SqueezeBackward0");
 }
 
 Tensor Tensor::squeeze(int64_t d) const { return squeeze(IntArrayRef(d)); }
@@ -187,7 +240,7 @@ Tensor Tensor::squeeze(IntArrayRef dims) const {
       st.push_back(strides()[i]);
     }
   }
-  return make_view(*this, sz, st, storage_offset());
+  return reshape_back(*this, make_view(*this, sz, st, storage_offset()), "SqueezeBackward1");
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -196,7 +249,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t s = d < dim() ? sizes()[d] * strides()[d] : 1;
   sz.insert(sz.begin() + d, 1);
   st.insert(st.begin() + d, s);
-  return make_view(*this, sz, st, storage_offset());
+  return reshape_back(*this, make_view(*this, sz, st, storage_offset()), "UnsqueezeBackward0");
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -268,7 +321,9 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   DimVector nsz(sizes()), nst(strides());
   nsz.erase(nsz.begin() + d);
   nst.erase(nst.begin() + d);
-  return make_view(*this, nsz, nst, storage_offset() + index * strides()[d]);
+  return scatter_back(*this, make_view(*this, nsz, nst, storage_offset() + index * strides()[d]),
+                      "SelectBackward0",
+                      [d, index](const Tensor& t) { return t.select(d, index); });
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end,
@@ -285,7 +340,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   DimVector nsz(sizes()), nst(strides());
   nsz[d] = (e - b + step - 1) / step;
   nst[d] = strides()[d] * step;
-  return make_view(*this, nsz, nst, storage_offset() + b * strides()[d]);
+  return scatter_back(*this, make_view(*this, nsz, nst, storage_offset() + b * strides()[d]),
+                      "SliceBackward0",
+                      [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
 }
 
 Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
@@ -309,7 +366,8 @@ Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
     }
   sz.push_back(len);
   st.push_back(strides()[d1] + strides()[d2]);
-  return make_view(*this, sz, st, off);
+  return scatter_back(*this, make_view(*this, sz, st, off), "DiagonalBackward0",
+                      [offset, d1, d2](const Tensor& t) { return t.diagonal(offset, d1, d2); });
 }
 
 Tensor Tensor::as_strided(IntArrayRef sz, IntArrayRef st, std::optional<int64_t> offset) const {
@@ -327,7 +385,36 @@ Tensor Tensor::as_strided(IntArrayRef sz, IntArrayRef st, std::optional<int64_t>
                " require ", need * element_size(), " bytes, but the storage has ",
                have * element_size());
   }
-  return make_view(*this, sz, st, off);
+  Tensor out = make_view(*this, sz, st, off);
+  if (!track()) return out;
+  // Backward in storage terms relative to self, which must then be contiguous; elements that
+  // a stride 0 repeats are summed first.
+  DimVector osz(sz), ost(st), isz(sizes());
+  const int64_t rel = off - storage_offset();
+  const bool contiguous_self = is_contiguous();
+  DType dt = dtype();
+  Device dev = device();
+  return detail::finish_view(
+      *this, std::move(out), "AsStridedBackward0",
+      [osz, ost, isz, rel, contiguous_self, dt, dev](const Tensor& g) {
+        KILN_CHECK(contiguous_self,
+                   "[as_strided] backward through as_strided of a "
+                   "non-contiguous tensor is not supported by kiln's autograd");
+        auto view = [osz, ost, rel](const Tensor& t) {
+          return t.as_strided(osz, ost, t.storage_offset() + rel);
+        };
+        return detail::view_scatter_back(
+            g, isz, dt, dev, view, [osz, ost, rel](Tensor& z, const Tensor& gg) {
+              DimVector zero_dims, vsz(osz);
+              for (size_t i = 0; i < osz.size(); ++i)
+                if (ost[i] == 0 && osz[i] > 1) {
+                  zero_dims.push_back(static_cast<int64_t>(i));
+                  vsz[i] = 1;
+                }
+              Tensor src = zero_dims.empty() ? gg : gg.sum(zero_dims, true);
+              z.as_strided(vsz, ost, z.storage_offset() + rel).copy_(src);
+            });
+      });
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
@@ -341,14 +428,31 @@ Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
   if (n == 0) {
     sz.push_back(size);
     st.push_back(1);
-    return make_view(*this, sz, st, storage_offset());
+    return reshape_back(*this, make_view(*this, sz, st, storage_offset()), "UnfoldBackward0");
   }
   sz[d] = (len - size) / step + 1;
   int64_t old = st[d];
   st[d] = old * step;
   sz.push_back(size);
   st.push_back(old);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (!track()) return out;
+  auto view = [d, size, step](const Tensor& t) { return t.unfold(d, size, step); };
+  DimVector isz(sizes());
+  DType dt = dtype();
+  Device dev = device();
+  const int64_t windows = sz[d];
+  return detail::finish_view(
+      *this, std::move(out), "UnfoldBackward0",
+      [view, isz, dt, dev, d, size, step, windows](const Tensor& g) {
+        if (step >= size) return detail::view_scatter_back(g, isz, dt, dev, view);
+        // Overlapping windows: element k of every window is a strided slice of the input.
+        return detail::view_scatter_back(
+            g, isz, dt, dev, view, [d, size, step, windows](Tensor& z, const Tensor& gg) {
+              for (int64_t k = 0; k < size; ++k)
+                z.slice(d, k, k + (windows - 1) * step + 1, step).add_(gg.select(-1, k));
+            });
+      });
 }
 
 namespace {
@@ -365,11 +469,26 @@ Tensor complex_part(const Tensor& t, int64_t which, const char* op) {
 }  // namespace
 
 Tensor Tensor::real() const {
-  if (!is_complex()) return make_view(*this, sizes(), strides(), storage_offset());
-  return complex_part(*this, 0, "real");
+  if (!is_complex())
+    return track()
+               ? detail::finish_view(*this, make_view(*this, sizes(), strides(), storage_offset()),
+                                     "AliasBackward0", [](const Tensor& g) { return g; })
+               : make_view(*this, sizes(), strides(), storage_offset());
+  Tensor out = complex_part(*this, 0, "real");
+  if (!track()) return out;
+  DType dt = dtype();
+  return detail::finish_view(
+      *this, std::move(out), "RealBackward0", [dt](const Tensor& g) { return g.to(dt); }, true);
 }
 
-Tensor Tensor::imag() const { return complex_part(*this, 1, "imag"); }
+Tensor Tensor::imag() const {
+  Tensor out = complex_part(*this, 1, "imag");
+  if (!track()) return out;
+  DType dt = dtype();
+  return detail::finish_view(
+      *this, std::move(out), "ImagBackward0",
+      [dt](const Tensor& g) { return g.to(dt) * Scalar(complex<double>(0, 1)); }, true);
+}
 
 Tensor Tensor::view(DType dt) const {
   KILN_CHECK(kiln::element_size(dt) == element_size(), "[view] viewing a ", dtype_name(dtype()),

@@ -32,6 +32,8 @@ class TensorImpl : public RefCounted {
   int64_t offset() const { return offset_; }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
+  // Module::to() moves parameters in place (Note [Module parameters are shared handles]).
+  void set_device(Device d) { device_ = d; }
   bool is_contiguous() const { return contiguous_; }
   // Address of element 0 (storage base + offset), or null for an empty storage.
   void* data() const {

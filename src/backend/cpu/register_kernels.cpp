@@ -10,6 +10,10 @@ void register_ternary_kernels(detail::KernelRegistry& r);
 void register_reduce_kernels(detail::KernelRegistry& r);
 void register_matmul_kernels(detail::KernelRegistry& r);
 void register_random_kernels(detail::KernelRegistry& r);
+void register_index_kernels(detail::KernelRegistry& r);
+void register_shape_kernels(detail::KernelRegistry& r);
+void register_scan_kernels(detail::KernelRegistry& r);
+void register_nn_kernels(detail::KernelRegistry& r);
 }  // namespace kiln::cpu
 
 namespace kiln::detail {
@@ -23,6 +27,10 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_reduce_kernels(r);
   cpu::register_matmul_kernels(r);
   cpu::register_random_kernels(r);
+  cpu::register_index_kernels(r);
+  cpu::register_shape_kernels(r);
+  cpu::register_scan_kernels(r);
+  cpu::register_nn_kernels(r);
 }
 
 }  // namespace kiln::detail

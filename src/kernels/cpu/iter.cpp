@@ -25,6 +25,27 @@ void StridedIter::build(IntArrayRef shape) {
   KILN_CHECK(nd <= 64, "[iter] tensors with more than 64 dims are not supported (got ", nd, ")");
   numel_ = 1;
   for (int64_t s : shape) numel_ *= s;
+  shape_.clear();
+  for (int k = 0; k < n_; ++k) strides_[k].clear();
+  // Fast path (most calls, and all the cheap ones): every operand is contiguous over the whole
+  // shape or a single broadcast element, so the iteration is one dim of numel elements.
+  if (nd > 0) {
+    bool flat = true;
+    for (int k = 0; k < n_ && flat; ++k) {
+      const Tensor& t = *ops_[k];
+      flat = t.dim() <= nd && (t.numel() == 1 || (t.numel() == numel_ && t.is_contiguous()));
+    }
+    if (flat) {
+      shape_.push_back(numel_);
+      for (int k = 0; k < n_; ++k) {
+        const Tensor& t = *ops_[k];
+        strides_[k].push_back(t.numel() == 1 && numel_ != 1 ? 0 : t.element_size());
+      }
+      if (numel_ == 1)
+        for (int k = 0; k < n_; ++k) strides_[k][0] = 0;
+      return;
+    }
+  }
   // Byte strides in the original (outer-first) order, 0 for broadcast dims.
   DimVector st[kMaxOperands];
   for (int k = 0; k < n_; ++k) {
@@ -47,7 +68,9 @@ void StridedIter::build(IntArrayRef shape) {
     }
     return false;
   };
-  std::stable_sort(perm.begin(), perm.end(), less);
+  // A stable insertion sort: nd is small, and std::stable_sort allocates a buffer.
+  for (int i = 1; i < nd; ++i)
+    for (int j = i; j > 0 && less(perm[j], perm[j - 1]); --j) std::swap(perm[j], perm[j - 1]);
   DimVector sh(nd);
   for (int i = 0; i < nd; ++i) sh[i] = shape[perm[i]];
   DimVector ps[kMaxOperands];
@@ -56,8 +79,6 @@ void StridedIter::build(IntArrayRef shape) {
     for (int i = 0; i < nd; ++i) ps[k][i] = st[k][perm[i]];
   }
   // Merge dim i+1 into dim i when every operand steps through them as one.
-  shape_.clear();
-  for (int k = 0; k < n_; ++k) strides_[k].clear();
   for (int i = 0; i < nd; ++i) {
     if (sh[i] == 1 && nd > 1) continue;
     if (!shape_.empty()) {

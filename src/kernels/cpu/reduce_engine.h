@@ -212,6 +212,20 @@ void run_inner(const Op& op, const Geometry& g, const typename Op::In* x) {
   const int64_t leaves = (R + L - 1) / L;
   if (g.O >= 2 * nt || leaves < 8 || nt == 1 || in_parallel_region()) {
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1));
+    if (g.nr == 1 && g.rst[0] == 1 && R <= L && g.nk <= 1) {
+      // Short contiguous rows (e.g. sum over dim 1 of [1M, 16]): one leaf per output, outputs
+      // one stride apart; the same leaf as below, without the per-output walking machinery.
+      const int64_t si = g.nk == 1 ? g.kin[0] : 0;
+      const int64_t so0 = g.nk == 1 ? g.kout[0][0] : 0, so1 = g.nk == 1 ? g.kout[1][0] : 0;
+      parallel_for(0, g.O, grain, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const In* p = x + o * si;
+          op.write(op.leaf([&](const auto& f) { f(p, int64_t(1), R, int64_t(0)); }), o * so0,
+                   o * so1);
+        }
+      });
+      return;
+    }
     parallel_for(0, g.O, grain, [&](int64_t b, int64_t e) {
       KeptCursor cur(g, b);
       for (int64_t o = b; o < e; ++o, cur.next()) op.write(whole(x + cur.in), cur.out0, cur.out1);

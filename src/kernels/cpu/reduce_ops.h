@@ -3,6 +3,7 @@
 // Note [Reduction accumulation types].
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -65,6 +66,11 @@ KILN_INLINE bool is_nan(const C& v) {
     return false;
 }
 
+// float16 -> float for n values at p (stride s, in elements): exact, so the same values as
+// detail::convert<float>; F16C where the CPU has it (kiln is built for baseline x86-64, which
+// has no F16C). Defined in reduce_sum_kernels.cpp.
+void half_to_float_n(const Half* p, int64_t s, int64_t n, float* out);
+
 // Default leaf and lane leaf from a per-element step (D::step(acc, x, index)), with K
 // independent accumulators folded pairwise at the end of the leaf.
 template <class D, class T, class A, int K = 16>
@@ -79,6 +85,25 @@ struct StepLeaf {
     const D& d = static_cast<const D&>(*this);
     Acc a[K];
     for (int k = 0; k < K; ++k) a[k] = d.identity();
+    if constexpr (std::is_same_v<T, Half> && requires { D::kStepConverted; }) {
+      // Convert blocks of float16 first (D::step_converted(acc, float) == D::step(acc, half));
+      // blocks are multiples of K, so the accumulators see the same values in the same order.
+      each([&](const T* p, int64_t s, int64_t n, int64_t i0) {
+        constexpr int64_t kBlock = 32 * K;
+        float buf[kBlock];
+        for (int64_t c0 = 0; c0 < n; c0 += kBlock) {
+          const int64_t m = std::min(kBlock, n - c0);
+          half_to_float_n(p + c0 * s, s, m, buf);
+          int64_t i = 0;
+          for (; i + K <= m; i += K)
+            for (int k = 0; k < K; ++k) a[k] = d.step_converted(a[k], buf[i + k]);
+          for (; i < m; ++i) a[0] = d.step_converted(a[0], buf[i]);
+        }
+        (void)i0;
+      });
+      fold<K / 2>(d, a);
+      return a[0];
+    }
     each([&](const T* p, int64_t s, int64_t n, int64_t i0) {
       int64_t i = 0;
       if (s == 1) {
@@ -90,9 +115,19 @@ struct StepLeaf {
       }
       for (; i < n; ++i) a[0] = d.step(a[0], p[i * s], i0 + i);
     });
-    for (int w = K / 2; w > 0; w /= 2)
-      for (int k = 0; k < w; ++k) a[k] = d.combine(a[k], a[k + w]);
+    fold<K / 2>(d, a);
     return a[0];
+  }
+
+  // a[0] = the pairwise fold of a[0..2W): unrolled at compile time, so that the accumulators
+  // stay in registers (a runtime-bounded fold loop kept them on the stack: 4x slower rows of 16).
+  template <int W>
+  static KILN_INLINE void fold(const D& d, Acc* a) {
+    if constexpr (W > 0) {
+#pragma GCC unroll 64
+      for (int k = 0; k < W; ++k) a[k] = d.combine(a[k], a[k + W]);
+      fold<W / 2>(d, a);
+    }
   }
 
   template <class E>
@@ -121,8 +156,10 @@ struct SumOp : StepLeaf<SumOp<T, kNan, kMean>, T, typename SumTypes<T>::acc> {
   Out* out = nullptr;
   int64_t count = 0;  // kMean: the divisor
   A identity() const { return A(0); }
-  KILN_INLINE A step(A a, T x, int64_t) const {
-    A v = to_acc<A>(x);
+  KILN_INLINE A step(A a, T x, int64_t) const { return step_converted(a, to_acc<A>(x)); }
+  // float16 leaves convert blocks first (StepLeaf::leaf).
+  static constexpr bool kStepConverted = true;
+  KILN_INLINE A step_converted(A a, A v) const {
     if constexpr (kNan) v = is_nan(v) ? A(0) : v;
     return a + v;
   }
@@ -215,8 +252,8 @@ KILN_INLINE void leaf_extreme(const E& each, detail::opmath_t<T>& ext, bool& nan
       constexpr int L = 16 / sizeof(C), NV = 4;
       V vm[NV];
       decltype(V() != V()) vn[NV] = {};
-      for (int j = 0; j < NV; ++j)
-        for (int l = 0; l < L; ++l) vm[j][l] = extreme_identity<C, kMax>();
+      // Whole-vector stores (lane stores read as "maybe uninitialized" to gcc once inlined).
+      for (int j = 0; j < NV; ++j) vm[j] = V{} + extreme_identity<C, kMax>();
       int64_t i = 0;
       for (; i + NV * L <= n; i += NV * L)
         for (int j = 0; j < NV; ++j) {

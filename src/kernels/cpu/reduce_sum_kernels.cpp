@@ -4,9 +4,47 @@
 #include "kernels/cpu/reduce_kernels.h"
 #include "kernels/cpu/reduce_ops.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KILN_REDUCE_F16C 1
+#else
+#define KILN_REDUCE_F16C 0
+#endif
+
 namespace kiln::cpu {
 
 using namespace kiln::detail;  // dtype masks
+
+namespace red {
+
+#if KILN_REDUCE_F16C
+namespace {
+__attribute__((target("avx,f16c"))) void half_to_float_f16c(const Half* p, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+  for (; i < n; ++i) out[i] = convert<float>(p[i]);
+}
+const bool g_has_f16c = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+}();
+}  // namespace
+#endif
+
+void half_to_float_n(const Half* p, int64_t s, int64_t n, float* out) {
+  static_assert(sizeof(Half) == 2, "Half is 16 bits");
+#if KILN_REDUCE_F16C
+  if (s == 1 && g_has_f16c) {
+    half_to_float_f16c(p, n, out);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = convert<float>(p[i * s]);
+}
+
+}  // namespace red
 
 namespace {
 

@@ -1,0 +1,5 @@
+// kiln::data umbrella: datasets, collation, DataLoader.
+#pragma once
+
+#include "kiln/data/dataloader.h"
+#include "kiln/data/dataset.h"

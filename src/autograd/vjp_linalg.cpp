@@ -1,0 +1,55 @@
+// vjps of the matmul primitive (Bmm: out = alpha * op(a) @ b + beta * c, op = conj when
+// attrs.flag) and of the core rows: Copy (the engine casts the gradient) and the view rows.
+#include "autograd/vjp.h"
+
+namespace kiln::detail {
+
+namespace {
+Scalar conj_scalar(const Scalar& s) {
+  if (!s.is_complex()) return s;
+  auto z = s.to<complex<double>>();
+  return Scalar(complex<double>(z.real(), -z.imag()));
+}
+}  // namespace
+
+void register_linalg_vjps() {
+  set_vjp(
+      OpId::Bmm,
+      [](VjpContext& c) {
+        Tensor g = c.grad();
+        const bool conj_a = c.attrs().flag;
+        Scalar alpha = conj_scalar(c.attrs().has_s0 ? c.attrs().s0 : Scalar(1));
+        if (c.needs(0)) {
+          // d/da of a @ b: g @ b^H; with op = conj the result is conjugated.
+          Tensor ga = kiln::bmm(g, conj_if(c.in(1)).mT()) * alpha;
+          c.set(0, conj_a ? conj_if(ga) : ga);
+        }
+        if (c.needs(1)) {
+          Tensor a = c.in(0);
+          Tensor ah = conj_a ? a.mT() : conj_if(a).mT();
+          c.set(1, kiln::bmm(ah, g) * alpha);
+        }
+        if (c.n_in() > 2 && c.needs(2)) {
+          Scalar beta = conj_scalar(c.attrs().has_s1 ? c.attrs().s1 : Scalar(1));
+          c.set(2, g * beta);
+        }
+      },
+      kIn0 | kIn1);
+}
+
+void register_core_vjps() {
+  set_vjp(
+      OpId::Copy, [](VjpContext& c) { c.set(0, c.grad()); }, 0);
+  // View rows never run through run(): each view op in src/ops/view.cpp records its own node
+  // (finish_view). The rows point here so that registry_complete sees them covered.
+  for (OpId id : {OpId::ViewOp, OpId::Permute, OpId::Expand, OpId::Squeeze, OpId::Unsqueeze,
+                  OpId::Select, OpId::Slice, OpId::Diagonal, OpId::AsStrided, OpId::Unfold})
+    set_vjp(
+        id,
+        [](VjpContext& c) {
+          KILN_ASSERT(false, "view ops are differentiated in src/ops/view.cpp, not through run()");
+        },
+        0);
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,32 @@
+// GPU kernels of the binary arithmetic primitives (add ... copysign):
+// one line each, binding a functor (kernels/functors*.h) to the dtypes of its CPU kernel.
+#include "kernels/gpu/elementwise.cuh"
+
+#include "dispatch/registry.h"
+
+namespace kiln::gpu {
+
+using namespace ::kiln::detail;  // dtype masks
+
+void register_binary_kernels(KernelRegistry& r) {
+  constexpr uint32_t kFC = kFloatMask | kComplexMask;
+  constexpr uint32_t kIF = kIntMask | kFloatMask;
+  constexpr uint32_t kIB = kIntMask | kBoolMask;
+  (void)kFC;
+  (void)kIF;
+  (void)kIB;
+  r.set(OpId::Add, kCUDA, &gpu_binary<fn::Add, kNumericMask, true>);
+  r.set(OpId::Sub, kCUDA, &gpu_binary<fn::Sub, kNumericMask & ~kBoolMask, true>);
+  r.set(OpId::Mul, kCUDA, &gpu_binary<fn::Mul, kNumericMask, true>);
+  r.set(OpId::Div, kCUDA, &gpu_binary<fn::Div, kFloatMask | kComplexMask, true>);
+  r.set(OpId::DivTrunc, kCUDA, &gpu_binary<fn::DivTrunc, kIF>);
+  r.set(OpId::DivFloor, kCUDA, &gpu_binary<fn::DivFloor, kIF>);
+  r.set(OpId::Remainder, kCUDA, &gpu_binary<fn::Remainder, kIF>);
+  r.set(OpId::Fmod, kCUDA, &gpu_binary<fn::Fmod, kIF>);
+  r.set(OpId::Pow, kCUDA, &gpu_binary<fn::Pow, kNumericMask & ~kBoolMask>);
+  r.set(OpId::Atan2, kCUDA, &gpu_binary<fn::Atan2, kFloatMask>);
+  r.set(OpId::Hypot, kCUDA, &gpu_binary<fn::Hypot, kFloatMask>);
+  r.set(OpId::Copysign, kCUDA, &gpu_binary<fn::Copysign, kFloatMask>);
+}
+
+}  // namespace kiln::gpu
