@@ -145,7 +145,9 @@ TEST(NnFunctionalAttention, MultiHeadMatchesPerHeadComposition) {
       double rs = 0;
       for (int64_t j = 0; j < s; ++j) {
         rs += wv[(bi * l + i) * s + j];
-        if (km[bi * s + j] != 0) EXPECT_EQ(wv[(bi * l + i) * s + j], 0.0);
+        if (km[bi * s + j] != 0) {
+          EXPECT_EQ(wv[(bi * l + i) * s + j], 0.0);
+        }
       }
       EXPECT_NEAR(rs, 1.0, 1e-12);
     }

@@ -75,12 +75,6 @@ Tensor ref_reduce(const Tensor& in, std::vector<int64_t> dims, bool keepdim, DTy
 }
 
 DType master_of(DType d) { return is_complex(d) ? DType::Complex128 : DType::Float64; }
-bool has_nan(const Vals& r) {
-  for (const C& x : r)
-    if (std::isnan(x.real()) || std::isnan(x.imag())) return true;
-  return false;
-}
-
 // ---- samples ----
 Sample make(std::vector<int64_t> shape, std::vector<int64_t> dims, bool keepdim, DType dt,
             uint64_t seed, double lo = -2, double hi = 2) {
