@@ -66,7 +66,7 @@ namespace {
   int n = 0;
   gpuError_t e = gpuGetDeviceCount(&n);
   (void)gpuGetLastError();
-  KILN_ERROR("[", op, "] no GPU is available (", vendor_name(),
+  KILN_ERROR("[", op, "] no GPU is available for cuda devices (", vendor_name(),
              " reports: ", e == gpuSuccess ? "0 devices" : gpuGetErrorString(e), ")");
 }
 }  // namespace
