@@ -74,7 +74,9 @@ elseif(KILN_GPU_BACKEND STREQUAL "hip")
   set_source_files_properties(${KILN_GPU_SOURCES} PROPERTIES LANGUAGE HIP)
   set(KILN_GPU_LIBRARIES hip::host)
   set(KILN_GPU_ARCH_LIST "${CMAKE_HIP_ARCHITECTURES}")
-  set(KILN_GPU_COMPILE_OPTIONS "")
+  # HIP declares the device intrinsics kiln/half.h uses in hip_runtime.h, which hipcc does not
+  # include by itself; force it here so no header outside vendor/ names a vendor header.
+  set(KILN_GPU_COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:HIP>:SHELL:-include hip/hip_runtime.h>")
 endif()
 string(TOUPPER "${KILN_GPU_BACKEND}" KILN_GPU_BACKEND_UPPER)
 message(STATUS "kiln: GPU backend: ${KILN_GPU_BACKEND}")

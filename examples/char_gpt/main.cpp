@@ -37,7 +37,7 @@ struct Flags {
 
 const char* kHelp = R"(char_gpt: train a character-level GPT.
   --data PATH          corpus (default: the repository's data/kjv.txt)
-  --device D           auto | cpu | cuda (default auto: cuda when a GPU is present)
+  --device D           auto | cpu | cuda (default auto: the CPU until the nn GPU kernels exist)
   --steps N            training steps (default 600 on the CPU, 2000 on a GPU)
   --batch N --block N  sequences per step and context length (CPU 16 x 64, GPU 64 x 256)
   --layers N --heads N --embd N   model size (CPU 4/4/128, GPU 6/6/384)
@@ -123,7 +123,15 @@ std::string sample(char_gpt::GPT& model, const char_gpt::Corpus& data, int64_t n
 int main(int argc, char** argv) try {
   const Flags fl = parse(argc, argv);
   std::string dev_name = fl.get("device", "auto");
-  if (dev_name == "auto") dev_name = kiln::cuda::is_available() ? "cuda" : "cpu";
+  if (dev_name == "auto") {
+    // The nn ops (embedding, softmax, layer_norm, ...) have no GPU kernels yet (they raise an
+    // error naming the op on cuda tensors), so auto trains on the CPU and says so.
+    if (kiln::cuda::is_available())
+      std::printf(
+          "char_gpt: a GPU is present, but the nn ops have no GPU kernels yet; using "
+          "the CPU\n");
+    dev_name = "cpu";
+  }
   const kiln::Device dev(dev_name);
   const bool gpu = dev.is_cuda();
   if (fl.has("threads")) kiln::set_num_threads(static_cast<int>(fl.i("threads", 0)));
