@@ -1,7 +1,7 @@
 // CPU index benchmarks: index_select and scatter_add of 1M rows (rows of 16 float32 and single
 // elements), index_add and gather beside them. Prints one JSON line per case like cpu_ops.cpp;
 // bench/torch_cpu_index.py runs the same cases with PyTorch (ratio = torch time / kiln time).
-// Usage: kiln_bench_cpu_index [--threads N] [--scale S]
+// Usage: kiln_bench_cpu_index [--threads N] [--scale S] [--only NAME]
 #include <kiln/kiln.h>
 #include <kiln/ops/indexing.h>
 
@@ -33,6 +33,7 @@ double cpu_now_us() {
 // One warm-up call, then `samples` timed calls: median and minimum wall time, and the median
 // process CPU time (all threads), which is what to compare on a loaded machine.
 Timing measure(const std::function<void()>& fn, int samples) {
+  if (samples == 0) return {};
   fn();
   std::vector<double> us, cpu;
   for (int s = 0; s < samples; ++s) {
@@ -48,12 +49,23 @@ Timing measure(const std::function<void()>& fn, int samples) {
 }
 
 void report(const char* name, const Timing& t, int threads, double bytes) {
+  if (t.reps == 0) return;
   std::printf(
       "{\"bench\": \"%s\", \"kiln_us\": %.2f, \"kiln_min_us\": %.2f, \"kiln_cpu_us\": %.2f, "
       "\"reps\": %d, \"threads\": %d, \"GB_per_s\": %.2f}\n",
       name, t.median_us, t.min_us, t.cpu_median_us, t.reps, threads, bytes / (t.median_us * 1e3));
   std::fflush(stdout);
 }
+
+const char* arg_str(int argc, char** argv, const char* flag, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], flag) == 0) return argv[i + 1];
+  return fallback;
+}
+
+// --only NAME: run only that case (for profiling).
+std::string g_only;
+bool wanted(const char* name) { return g_only.empty() || g_only == name; }
 
 int arg_int(int argc, char** argv, const char* flag, int fallback) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -75,8 +87,10 @@ kiln::Tensor hashed_index(int64_t n, int64_t div) {
 int main(int argc, char** argv) {
   const int threads = arg_int(argc, argv, "--threads", kiln::get_num_threads());
   const int scale = std::max(1, arg_int(argc, argv, "--scale", 1));
+  g_only = arg_str(argc, argv, "--only", "");
   kiln::set_num_threads(threads);
-  const int samples = std::max(3, 20 / scale);
+  const int base_samples = std::max(3, 20 / scale);
+  auto samples_for = [&](const char* name) { return wanted(name) ? base_samples : 0; };
   const int64_t n = int64_t{1} << 20, w = 16;
 
   kiln::Tensor perm = hashed_index(n, 1), pairs = hashed_index(n, 2);
@@ -86,32 +100,41 @@ int main(int argc, char** argv) {
 
   // index_select: out[i] = src[perm[i]] (read + write of 1M rows, plus the index).
   report("index_select_1Mx16",
-         measure([&] { kiln::Tensor o = kiln::index_select(src2, 0, perm); }, samples), threads,
-         n * (2 * row_bytes + 8));
+         measure([&] { kiln::Tensor o = kiln::index_select(src2, 0, perm); },
+                 samples_for("index_select_1Mx16")),
+         threads, n * (2 * row_bytes + 8));
   report("index_select_1M",
-         measure([&] { kiln::Tensor o = kiln::index_select(src1, 0, perm); }, samples), threads,
-         n * (2 * 4.0 + 8));
+         measure([&] { kiln::Tensor o = kiln::index_select(src1, 0, perm); },
+                 samples_for("index_select_1M")),
+         threads, n * (2 * 4.0 + 8));
 
   // scatter_add: out = zeros.scatter_add(0, pairs expanded over the row, src); each destination
   // row receives two source rows.
   kiln::Tensor zeros2 = kiln::zeros({n, w}), zeros1 = kiln::zeros({n});
   kiln::Tensor pairs2 = pairs.unsqueeze(1).expand({n, w});
   report("scatter_add_1Mx16",
-         measure([&] { kiln::Tensor o = kiln::scatter_add(zeros2, 0, pairs2, src2); }, samples),
+         measure([&] { kiln::Tensor o = kiln::scatter_add(zeros2, 0, pairs2, src2); },
+                 samples_for("scatter_add_1Mx16")),
          threads, n * (3 * row_bytes + 8));
   report("scatter_add_1M",
-         measure([&] { kiln::Tensor o = kiln::scatter_add(zeros1, 0, pairs, src1); }, samples),
+         measure([&] { kiln::Tensor o = kiln::scatter_add(zeros1, 0, pairs, src1); },
+                 samples_for("scatter_add_1M")),
          threads, n * (3 * 4.0 + 8));
   // In place (no copy of self): acc.scatter_add_(...).
   kiln::Tensor acc = kiln::zeros({n, w});
-  report("scatter_add_1Mx16_inplace", measure([&] { acc.scatter_add_(0, pairs2, src2); }, samples),
-         threads, n * (2 * row_bytes + 8));
+  report(
+      "scatter_add_1Mx16_inplace",
+      measure([&] { acc.scatter_add_(0, pairs2, src2); }, samples_for("scatter_add_1Mx16_inplace")),
+      threads, n * (2 * row_bytes + 8));
   report("index_add_1Mx16",
-         measure([&] { kiln::Tensor o = kiln::index_add(zeros2, 0, pairs, src2); }, samples),
+         measure([&] { kiln::Tensor o = kiln::index_add(zeros2, 0, pairs, src2); },
+                 samples_for("index_add_1Mx16")),
          threads, n * (3 * row_bytes + 8));
   // gather along dim 1 of [1M, 16] with a [1M, 4] index.
   kiln::Tensor g = kiln::remainder(hashed_index(n * 4, 1), w).reshape({n, 4});
-  report("gather_1Mx16_dim1", measure([&] { kiln::Tensor o = kiln::gather(src2, 1, g); }, samples),
-         threads, n * (4 * 4.0 + 4 * 8 + 4 * 4.0));
+  report(
+      "gather_1Mx16_dim1",
+      measure([&] { kiln::Tensor o = kiln::gather(src2, 1, g); }, samples_for("gather_1Mx16_dim1")),
+      threads, n * (4 * 4.0 + 4 * 8 + 4 * 4.0));
   return 0;
 }

@@ -57,6 +57,12 @@ std::string rate(const char* key, double value) {
   return buf;
 }
 
+const char* arg_str(int argc, char** argv, const char* flag, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], flag) == 0) return argv[i + 1];
+  return fallback;
+}
+
 int arg_int(int argc, char** argv, const char* flag, int fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], flag) == 0) return std::atoi(argv[i + 1]);
@@ -68,9 +74,12 @@ int arg_int(int argc, char** argv, const char* flag, int fallback) {
 int main(int argc, char** argv) {
   const int threads = arg_int(argc, argv, "--threads", kiln::get_num_threads());
   const int scale = std::max(1, arg_int(argc, argv, "--scale", 1));
+  // --only SUBSTRING: run only the cases whose name contains it (for profiling).
+  const std::string only = arg_str(argc, argv, "--only", "");
+  auto wanted = [&](const char* name) { return only.empty() || std::strstr(name, only.c_str()); };
   kiln::set_num_threads(threads);
   kiln::manual_seed(0);
-  {
+  if (wanted("conv2d")) {
     kiln::Tensor x = kiln::randn({8, 64, 56, 56});
     kiln::Tensor w = kiln::randn({64, 64, 3, 3}) * 0.05;
     kiln::Tensor b = kiln::randn({64});
@@ -79,17 +88,25 @@ int main(int argc, char** argv) {
     const double flop = 2.0 * 8 * 64 * 56 * 56 * 64 * 9;
     report("conv2d_8x64x56x56_3x3", t, threads, rate("GFLOP_per_s", flop / (t.median_us * 1e3)));
   }
-  {
+  if (wanted("softmax_4096x1024") || wanted("log_softmax_4096x1024") ||
+      wanted("layer_norm_4096x1024")) {
     kiln::Tensor x = kiln::randn({4096, 1024});
     const int samples = std::max(5, 50 / scale);
     const double bytes = 2.0 * 4 * 4096 * 1024;
-    Timing t = measure([&] { kiln::Tensor y = F::softmax(x, 1); }, samples);
-    report("softmax_4096x1024", t, threads, rate("GB_per_s", bytes / (t.median_us * 1e3)));
-    t = measure([&] { kiln::Tensor y = F::log_softmax(x, 1); }, samples);
-    report("log_softmax_4096x1024", t, threads, rate("GB_per_s", bytes / (t.median_us * 1e3)));
+    Timing t;
+    if (wanted("softmax_4096x1024")) {
+      t = measure([&] { kiln::Tensor y = F::softmax(x, 1); }, samples);
+      report("softmax_4096x1024", t, threads, rate("GB_per_s", bytes / (t.median_us * 1e3)));
+    }
+    if (wanted("log_softmax_4096x1024")) {
+      t = measure([&] { kiln::Tensor y = F::log_softmax(x, 1); }, samples);
+      report("log_softmax_4096x1024", t, threads, rate("GB_per_s", bytes / (t.median_us * 1e3)));
+    }
     kiln::Tensor w = kiln::randn({1024}), b = kiln::randn({1024});
-    t = measure([&] { kiln::Tensor y = F::layer_norm(x, {1024}, w, b); }, samples);
-    report("layer_norm_4096x1024", t, threads, rate("GB_per_s", bytes / (t.median_us * 1e3)));
+    if (wanted("layer_norm_4096x1024")) {
+      t = measure([&] { kiln::Tensor y = F::layer_norm(x, {1024}, w, b); }, samples);
+      report("layer_norm_4096x1024", t, threads, rate("GB_per_s", bytes / (t.median_us * 1e3)));
+    }
   }
   return 0;
 }

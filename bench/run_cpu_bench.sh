@@ -3,7 +3,8 @@
 # thread count in one run, and prints a table of kiln/PyTorch ratios. Uses a python3 that can
 # import torch (pip or Debian), else installs Debian's python3-torch with apt.
 # Usage: bench/run_cpu_bench.sh [--threads N] [--scale S] [--bin PATH]
-#          (S > 1: fewer samples, quicker; --bin: an already built kiln_bench_cpu_ops, no build)
+#          (S > 1: fewer samples, quicker; --bin: an already built kiln_bench_cpu_<name>, no
+#          build; it runs beside bench/torch_cpu_<name>.py)
 #        bench/run_cpu_bench.sh --table KILN.jsonl TORCH.jsonl   (table of results run elsewhere)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,9 +76,15 @@ if [ -z "$PY" ]; then
   PY=/usr/bin/python3
 fi
 
+# kiln_bench_cpu_<name> -> bench/torch_cpu_<name>.py
+NAME="$(basename "$BIN")"
+NAME="${NAME#kiln_bench_cpu_}"
+TORCH_SCRIPT="$ROOT/bench/torch_cpu_${NAME}.py"
+[ -f "$TORCH_SCRIPT" ] || { echo "run_cpu_bench.sh: no $TORCH_SCRIPT for $BIN" >&2; exit 2; }
+
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 "$BIN" --threads "$THREADS" --scale "$SCALE" | tee "$OUT/kiln.jsonl"
-"$PY" "$ROOT/bench/torch_cpu_ops.py" --threads "$THREADS" --scale "$SCALE" | tee "$OUT/torch.jsonl"
+"$PY" "$TORCH_SCRIPT" --threads "$THREADS" --scale "$SCALE" | tee "$OUT/torch.jsonl"
 echo "PyTorch $("$PY" -c 'import torch; print(torch.__version__)')"
 print_table "$OUT/kiln.jsonl" "$OUT/torch.jsonl"

@@ -2,16 +2,18 @@
 # The GPU op benchmark side by side with PyTorch (bench/gpu_ops.cpp vs bench/torch_gpu_ops.py, plus
 # a small libtorch program for the host cost of a 1-element add), with the ratios.
 #
-#   bench/run_gpu_bench.sh --build   on the build machine: links build-gpuk-stage/gpu_ops_bench
-#                                    against $KILN_GPU_BUILD_DIR/libkiln.a (default /work/build-gpuk)
-#   bench/run_gpu_bench.sh --run     on the GPU machine: runs all three and prints a ratio table
+#   bench/run_gpu_bench.sh --build   on the build machine: links $KILN_BENCH_STAGE/gpu_ops_bench
+#                                    (default build-gpunn-stage) against
+#                                    $KILN_GPU_BUILD_DIR/libkiln.a (default /work/build-gpunn)
+#   bench/run_gpu_bench.sh --run     on the GPU machine (carry $KILN_BENCH_STAGE/gpu_ops_bench.tar.xz):
+#                                    runs all three and prints a ratio table
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-stage="$root/build-gpuk-stage"
+stage="$root/${KILN_BENCH_STAGE:-build-gpunn-stage}"
 
 case "${1:-}" in
   --build)
-    build="${KILN_GPU_BUILD_DIR:-/work/build-gpuk}"
+    build="${KILN_GPU_BUILD_DIR:-/work/build-gpunn}"
     mkdir -p "$stage"
     cache="$build/CMakeCache.txt"
     libs() { grep -E "^$1:" "$cache" | cut -d= -f2; }
@@ -21,9 +23,15 @@ case "${1:-}" in
       "$(libs KILN_GFORTRAN_LIB)" "$(libs KILN_QUADMATH_LIB)" -fopenmp -ldl -lrt -lpthread \
       -o "$stage/gpu_ops_bench"
     strip "$stage/gpu_ops_bench"
+    # Compressed for `carry` (static OpenBLAS and every kernel make it ~100 MB).
+    tar -C "$stage" -cf - gpu_ops_bench | xz -T2 -6 >"$stage/gpu_ops_bench.tar.xz"
+    ls -la "$stage/gpu_ops_bench.tar.xz"
     ;;
   --run)
     out="${OUT:-/tmp}"
+    if [ ! -x "$stage/gpu_ops_bench" ] && [ -f "$stage/gpu_ops_bench.tar.xz" ]; then
+      tar -C "$stage" -xJf "$stage/gpu_ops_bench.tar.xz"
+    fi
     "$stage/gpu_ops_bench" | tee "$out/kiln_ops.jsonl"
     PYTHONUNBUFFERED=1 python3 "$root/bench/torch_gpu_ops.py" | tee "$out/torch_ops.jsonl"
     # libtorch: the host cost of a 1-element add (20,000 calls), as bench/gpu_ops.cpp measures it.
@@ -72,19 +80,23 @@ for f in ("kiln_ops.jsonl", "torch_ops.jsonl", "libtorch_add.jsonl"):
             r = json.loads(line)
             if "bench" in r:
                 rows.setdefault(r["bench"], {})[r["impl"]] = r
-print("%-28s %12s %12s %8s" % ("case", "kiln", "torch", "ratio"))
+print("%-40s %12s %12s %8s %24s" % ("case", "kiln", "torch", "ratio",
+                                   "host us/call kiln torch"))
 for name, impls in rows.items():
     k = impls.get("kiln")
     t = impls.get("libtorch") or impls.get("torch")
     if not k or not t:
         continue
     if "us" in k:  # host cost: lower is better; ratio = kiln / libtorch
-        print("%-28s %10.3fus %10.3fus %8.3f  (kiln/libtorch, target <= 0.4)" %
+        print("%-40s %10.3fus %10.3fus %8.3f  (kiln/libtorch, target <= 0.4)" %
               (name, k["us"], t["us"], k["us"] / t["us"]))
     else:  # throughput: ratio = kiln / torch (higher is better)
-        unit = [u for u in k if u not in ("bench", "impl", "ms")][0]
-        print("%-28s %12.2f %12.2f %8.3f  (%s, kiln/torch)" %
-              (name, k[unit], t[unit], k[unit] / t[unit], unit))
+        unit = [u for u in k if u not in ("bench", "impl", "ms", "host_us")][0]
+        host = ""
+        if "host_us" in k and "host_us" in t:  # near the event time per call: host-bound
+            host = "%11.2f %11.2f" % (k["host_us"], t["host_us"])
+        print("%-40s %12.2f %12.2f %8.3f  %-24s (%s, kiln/torch)" %
+              (name, k[unit], t[unit], k[unit] / t[unit], host, unit))
 PY
     ;;
   *)

@@ -6,26 +6,51 @@ import time
 import torch
 
 
+host_us = [0.0]  # host time per call of the last gpu_ms (median wall time of the enqueue loops)
+
+
 def gpu_ms(iters, f):
     for _ in range(3):
         f()
     torch.cuda.synchronize()
-    t = []
+    t, h = [], []
     for _ in range(7):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
         a.record()
+        t0 = time.perf_counter()
         for _ in range(iters):
             f()
+        t1 = time.perf_counter()
         b.record()
         b.synchronize()
         t.append(a.elapsed_time(b) / iters)
+        h.append((t1 - t0) / iters * 1e6)
+    host_us[0] = sorted(h)[len(h) // 2]
     return sorted(t)[len(t) // 2]
 
 
+def graph_ms(per, f):
+    """Kernel time per call: `per` calls captured in a CUDA graph, the graph replayed."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            f()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(per):
+            f()
+    ms = gpu_ms(5, g.replay) / per
+    host_us[0] /= per
+    return ms
+
+
 def emit(name, ms, unit, value):
-    print(json.dumps({"bench": name, "impl": "torch", "ms": round(ms, 5), unit: round(value, 2)}),
-          flush=True)
+    print(json.dumps({"bench": name, "impl": "torch", "ms": round(ms, 5), unit: round(value, 2),
+                      "host_us": round(host_us[0], 2)}), flush=True)
 
 
 def main():
@@ -42,6 +67,57 @@ def main():
     x = torch.randn(16384, 3072, device=dev, dtype=torch.bfloat16)
     ms = gpu_ms(50, lambda: torch.nn.functional.gelu(x, approximate="tanh"))
     emit("gelu_tanh_bf16_16384x3072", ms, "GB/s", 2.0 * 2 * x.numel() / ms / 1e6)
+    del x
+
+    F = torch.nn.functional
+    x = torch.randn(4096, 8192, device=dev)
+    g = torch.randn(4096, 8192, device=dev)
+    n = x.numel()
+    ms = gpu_ms(50, lambda: torch.softmax(x, 1))
+    emit("softmax_f32_4096x8192", ms, "GB/s", 2.0 * 4 * n / ms / 1e6)
+
+    def softmax_fb():
+        y = torch.softmax(x, 1)
+        torch._softmax_backward_data(g, y, 1, x.dtype)
+    ms = gpu_ms(50, softmax_fb)
+    emit("softmax_fwd_bwd_f32_4096x8192", ms, "GB/s", 5.0 * 4 * n / ms / 1e6)
+    del x, g
+
+    x = torch.randn(16384, 768, device=dev, dtype=torch.bfloat16)
+    g = torch.randn(16384, 768, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(768, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(768, device=dev, dtype=torch.bfloat16)
+    n = x.numel()
+    ms = gpu_ms(100, lambda: F.layer_norm(x, (768,), w, b, 1e-5))
+    emit("layer_norm_bf16_16384x768", ms, "GB/s", 2.0 * 2 * n / ms / 1e6)
+
+    def layer_norm_fb():
+        y, mean, rstd = torch.ops.aten.native_layer_norm(x, [768], w, b, 1e-5)
+        torch.ops.aten.native_layer_norm_backward(g, x, [768], mean, rstd, w, b,
+                                                  [True, True, True])
+    ms = gpu_ms(100, layer_norm_fb)
+    emit("layer_norm_fwd_bwd_bf16_16384x768", ms, "GB/s", 5.0 * 2 * n / ms / 1e6)
+    del x, g
+
+    rows, cls = 16384, 50304
+    x = torch.randn(rows, cls, device=dev, dtype=torch.bfloat16)
+    t = torch.randint(0, cls, (rows,), device=dev)
+    n = x.numel()
+    ms = gpu_ms(10, lambda: F.cross_entropy(x, t))
+    emit("cross_entropy_bf16_16384x50304", ms, "GB/s", 2.0 * n / ms / 1e6)
+    xr = x.detach().requires_grad_(True)
+
+    def ce_fb():
+        loss = F.cross_entropy(xr, t)
+        torch.autograd.grad(loss, xr)
+    ms = gpu_ms(10, ce_fb)
+    emit("cross_entropy_fwd_bwd_bf16_16384x50304", ms, "GB/s", 3.0 * 2 * n / ms / 1e6)
+    del x, xr
+
+    x = torch.randn(16384, 3072, device=dev, dtype=torch.bfloat16)
+    n = x.numel()
+    ms = gpu_ms(50, lambda: torch.native_dropout(x, 0.1, True))
+    emit("dropout_bf16_16384x3072", ms, "GB/s", 5.0 * n / ms / 1e6)
     del x
 
     n = 8192
@@ -78,6 +154,17 @@ def main():
         t.append((t1 - t0) / 20000 * 1e6)
     print(json.dumps({"bench": "add_1elem_host_us", "impl": "torch_python",
                       "us": round(sorted(t)[2], 3)}), flush=True)
+
+    # Kernel-time figures of layer_norm (CUDA graph replay), as bench/gpu_ops.cpp.
+    x = torch.randn(16384, 768, device=dev, dtype=torch.bfloat16)
+    g = torch.randn(16384, 768, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(768, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(768, device=dev, dtype=torch.bfloat16)
+    n = x.numel()
+    ms = graph_ms(20, lambda: F.layer_norm(x, (768,), w, b, 1e-5))
+    emit("layer_norm_bf16_16384x768_graph", ms, "GB/s", 2.0 * 2 * n / ms / 1e6)
+    ms = graph_ms(20, layer_norm_fb)
+    emit("layer_norm_fwd_bwd_bf16_16384x768_graph", ms, "GB/s", 5.0 * 2 * n / ms / 1e6)
 
 
 if __name__ == "__main__":

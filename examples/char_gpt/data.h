@@ -55,7 +55,12 @@ class Corpus {
         y[b * T + t] = ids_[o + t + 1];
       }
     }
-    auto to = [&](std::vector<int64_t>& v) { return kiln::from_vector(v, {B, T}).to(device); };
+    // To a GPU through pinned memory, asynchronously (the pinned block is reused only after the
+    // copy finished).
+    auto to = [&](std::vector<int64_t>& v) {
+      kiln::Tensor t = kiln::from_vector(v, {B, T});
+      return device.is_cuda() ? t.pin_memory().to(device, /*non_blocking=*/true) : t;
+    };
     return {to(x), to(y)};
   }
 

@@ -262,13 +262,14 @@ bool gradgradcheck(const Func& f, const variable_list& inputs,
 
 namespace utils {
 // Activation checkpointing (torch.utils.checkpoint, use_reentrant=False semantics for the
-// result): runs fn without saving its intermediates and recomputes them during backward.
-// kiln differs: random ops inside fn are not replayed with the same RNG state.
+// result): runs fn without saving its intermediates and recomputes them during backward. With
+// preserve_rng_state (the default, as PyTorch) the recomputation replays the forward's random
+// numbers (the cpu generator and those of the inputs' cuda devices), so dropout masks match.
 Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                  const std::vector<Tensor>& inputs);
+                  const std::vector<Tensor>& inputs, bool preserve_rng_state = true);
 std::vector<Tensor> checkpoint(
     const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
-    const std::vector<Tensor>& inputs);
+    const std::vector<Tensor>& inputs, bool preserve_rng_state = true);
 }  // namespace utils
 
 }  // namespace kiln

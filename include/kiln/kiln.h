@@ -1,6 +1,7 @@
 // kiln umbrella header: everything a user needs.
 #pragma once
 
+#include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/data/data.h"
 #include "kiln/device.h"
@@ -9,6 +10,7 @@
 #include "kiln/nn/functional.h"
 #include "kiln/nn/nn.h"
 #include "kiln/ops.h"
+#include "kiln/ops/determinism.h"
 #include "kiln/ops/gpu_settings.h"
 #include "kiln/optim/optim.h"
 #include "kiln/parallel.h"

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "amp/autocast_state.h"
 #include "autograd/node_state.h"
 #include "kiln/ops.h"
 
@@ -69,6 +70,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
                                  bool accumulate, bool allow_unused) {
   KILN_CHECK(root_grads.size() == roots.size(), "[backward] got ", roots.size(), " tensors and ",
              root_grads.size(), " gradients");
+  detail::AutocastSuspend no_autocast;  // the gradient pass runs in the forward's dtypes
   std::vector<AutogradNode::Edge> root_edges;
   std::vector<std::shared_ptr<AutogradNode>> keep_alive;
   for (size_t i = 0; i < roots.size(); ++i) {

@@ -4,9 +4,11 @@
 
 #include <cstdlib>
 
+#include "amp/autocast_state.h"
 #include "autograd/node_state.h"
 #include "autograd/view_autograd.h"
 #include "kiln/ops.h"
+#include "kiln/random.h"
 #include "ops/tensor_factory.h"
 
 namespace kiln {
@@ -172,10 +174,38 @@ namespace utils {
 
 namespace {
 
+// Note [checkpoint RNG state]: with preserve_rng_state (PyTorch's default) the forward records
+// the state of the cpu default generator and of the default generator of every cuda device an
+// input lives on; the recomputation runs with those states (so dropout draws the same mask) and
+// the caller's states are restored afterwards, as torch.random.fork_rng does.
+struct RngStates {
+  std::vector<std::pair<Device, std::vector<uint8_t>>> states;
+  static RngStates capture(const std::vector<Tensor>& inputs) {
+    RngStates r;
+    r.states.emplace_back(Device(kCPU), default_generator(Device(kCPU)).get_state());
+    for (const Tensor& x : inputs) {
+      if (!x.defined() || !x.device().is_cuda()) continue;
+      bool seen = false;
+      for (auto& [d, st] : r.states) seen |= d == x.device();
+      if (!seen) r.states.emplace_back(x.device(), default_generator(x.device()).get_state());
+    }
+    return r;
+  }
+  RngStates current() const {
+    RngStates r;
+    for (auto& [d, st] : states) r.states.emplace_back(d, default_generator(d).get_state());
+    return r;
+  }
+  void restore() const {
+    for (auto& [d, st] : states) default_generator(d).set_state(st);
+  }
+};
+
 class CheckpointNode final : public AutogradNode {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
-  CheckpointNode(Fn fn, const std::vector<Tensor>& inputs) : fn_(std::move(fn)) {
+  CheckpointNode(Fn fn, const std::vector<Tensor>& inputs, std::optional<RngStates> rng)
+      : fn_(std::move(fn)), rng_(std::move(rng)), autocast_(detail::autocast_snapshot()) {
     for (const Tensor& x : inputs) saved_.emplace_back(x, false);
     requires_.reserve(inputs.size());
     for (const Tensor& x : inputs) requires_.push_back(x.defined() && x.requires_grad());
@@ -201,7 +231,20 @@ class CheckpointNode final : public AutogradNode {
     std::vector<Tensor> outs;
     {
       EnableGradGuard eg;
-      outs = fn_(xs);
+      detail::AutocastRestore ac(autocast_);  // recompute under the forward's autocast state
+      if (rng_) {
+        const RngStates caller = rng_->current();
+        rng_->restore();
+        try {
+          outs = fn_(xs);
+        } catch (...) {
+          caller.restore();
+          throw;
+        }
+        caller.restore();
+      } else {
+        outs = fn_(xs);
+      }
     }
     std::vector<Tensor> roots, gs;
     for (size_t j = 0; j < outs.size() && j < grads.size(); ++j)
@@ -220,6 +263,8 @@ class CheckpointNode final : public AutogradNode {
 
  private:
   Fn fn_;
+  std::optional<RngStates> rng_;
+  detail::AutocastSnapshot autocast_;
   std::vector<detail::SavedTensor> saved_;
   std::vector<bool> requires_;
 };
@@ -228,16 +273,18 @@ class CheckpointNode final : public AutogradNode {
 
 std::vector<Tensor> checkpoint(
     const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
-    const std::vector<Tensor>& inputs) {
+    const std::vector<Tensor>& inputs, bool preserve_rng_state) {
   bool any = false;
   for (const Tensor& x : inputs) any |= x.defined() && x.requires_grad();
   if (!detail::grad_mode_enabled() || !any) return fn(inputs);
+  std::optional<RngStates> rng;
+  if (preserve_rng_state) rng = RngStates::capture(inputs);
   std::vector<Tensor> outs;
   {
     NoGradGuard ng;
     outs = fn(inputs);
   }
-  auto node = std::make_shared<CheckpointNode>(fn, inputs);
+  auto node = std::make_shared<CheckpointNode>(fn, inputs, std::move(rng));
   detail::add_input_edges(*node, inputs);
   for (size_t j = 0; j < outs.size(); ++j) {
     Tensor& o = outs[j];
@@ -252,11 +299,11 @@ std::vector<Tensor> checkpoint(
 }
 
 Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                  const std::vector<Tensor>& inputs) {
+                  const std::vector<Tensor>& inputs, bool preserve_rng_state) {
   return checkpoint(
       std::function<std::vector<Tensor>(const std::vector<Tensor>&)>(
           [fn](const std::vector<Tensor>& xs) { return std::vector<Tensor>{fn(xs)}; }),
-      inputs)[0];
+      inputs, preserve_rng_state)[0];
 }
 
 }  // namespace utils

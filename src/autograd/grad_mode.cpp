@@ -5,9 +5,14 @@
 
 namespace kiln {
 
+namespace detail {
+// Read directly by run() (src/ops/run.cpp) to mark the outputs made in inference mode; constinit
+// lets other files read it without a TLS init wrapper.
+constinit thread_local bool t_inference_mode = false;
+}  // namespace detail
+
 namespace {
 thread_local bool t_grad_enabled = true;
-thread_local bool t_inference = false;
 std::atomic<bool> g_anomaly{false};
 std::atomic<bool> g_anomaly_nan{true};
 }  // namespace
@@ -19,15 +24,15 @@ AutoGradMode::AutoGradMode(bool enabled) : prev_(t_grad_enabled) { t_grad_enable
 AutoGradMode::~AutoGradMode() { t_grad_enabled = prev_; }
 
 InferenceMode::InferenceMode(bool enabled)
-    : prev_grad_(t_grad_enabled), prev_inference_(t_inference) {
-  t_inference = enabled;
+    : prev_grad_(t_grad_enabled), prev_inference_(detail::t_inference_mode) {
+  detail::t_inference_mode = enabled;
   if (enabled) t_grad_enabled = false;
 }
 InferenceMode::~InferenceMode() {
   t_grad_enabled = prev_grad_;
-  t_inference = prev_inference_;
+  detail::t_inference_mode = prev_inference_;
 }
-bool InferenceMode::is_enabled() { return t_inference; }
+bool InferenceMode::is_enabled() { return detail::t_inference_mode; }
 
 namespace autograd {
 bool AnomalyMode::is_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
@@ -45,7 +50,7 @@ DetectAnomalyGuard::~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_, prev
 
 namespace detail {
 bool grad_mode_enabled() { return t_grad_enabled; }
-bool inference_mode_enabled() { return t_inference; }
+bool inference_mode_enabled() { return t_inference_mode; }
 uint64_t next_sequence_nr() {
   thread_local uint64_t seq = 0;
   return seq++;

@@ -147,6 +147,9 @@ void* autograd_pre(OpCall& c) {
       node->saved_in_.resize(c.in.size());
       for (size_t i = 0; i < c.in.size() && i < 16; ++i) {
         if (!(d.vjp_saves & (1u << i))) continue;
+        KILN_CHECK(!(c.in[i].defined() && c.in[i].impl()->is_inference()), "[", d.name,
+                   "] Inference tensors cannot be saved for backward. To work around you can "
+                   "make a clone to get a normal tensor and use it in autograd.");
         // An input the kernel overwrites is saved as a (recorded) copy of its old value.
         bool clobbered = inplace && c.in[i].defined() && shares_storage(c.in[i], c.out[0]);
         node->saved_in_[i] = SavedTensor(clobbered ? c.in[i].clone() : c.in[i], false);

@@ -85,10 +85,7 @@ bool Tensor::is_view() const {
   return m != nullptr && m->is_view;
 }
 
-bool Tensor::is_inference() const {
-  AutogradMeta* m = meta_of(*this);
-  return m != nullptr && m->is_inference;
-}
+bool Tensor::is_inference() const { return defined() && impl()->is_inference(); }
 
 unsigned Tensor::add_grad_hook_(std::unique_ptr<GradHook> hook, bool post_accumulate) const {
   KILN_CHECK(requires_grad(),

@@ -58,6 +58,8 @@ Tensor view_scatter_back(const Tensor& g, IntArrayRef sizes, DType dtype, Device
 Tensor alias_untracked(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   auto impl = Ref<TensorImpl>::make(t.impl()->storage(), t.dtype(), t.device());
   impl->set_sizes_and_strides(sizes, strides, offset);
+  // A view of an inference tensor is one too (Note [Inference tensors] in src/ops/run.cpp).
+  if (KILN_UNLIKELY(t.impl()->is_inference())) impl->set_inference(true);
   return Tensor(std::move(impl));
 }
 
@@ -66,6 +68,8 @@ std::optional<DimVector> reshape_strides(IntArrayRef sizes, IntArrayRef strides,
                                          IntArrayRef shape);  // view.cpp
 
 Tensor track_internal_view(const Tensor& t, Tensor out) {
+  // A view of an inference tensor is one too (Note [Inference tensors] in src/ops/run.cpp).
+  if (KILN_UNLIKELY(t.impl()->is_inference())) out.impl()->set_inference(true);
   AutogradMeta* tm = meta_of(t);
   if (tm == nullptr || !tm->requires_grad || !grad_mode_enabled()) return out;
   const bool reshape =

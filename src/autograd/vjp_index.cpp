@@ -252,7 +252,24 @@ void register_index_vjps() {
             c.set(0, kiln::where(hit != 0, kiln::zeros_like(g), g));
           }
         }
-        if (c.needs(1)) c.set(1, kiln::index(g, idx));
+        if (c.needs(1)) {
+          Tensor gv = kiln::index(g, idx);
+          if (!c.attrs().flag) {
+            // Without accumulate, repeated indices keep one write (the kernel's last), as for
+            // scatter: only that value gets the gradient, so it is the derivative of what the
+            // forward computed (PyTorch gives every duplicate the gradient).
+            Tensor win;
+            {
+              NoGradGuard ng;
+              TensorOptions i64 = TensorOptions(DType::Int64).device(g.device());
+              Tensor ids = kiln::arange(gv.numel(), i64).reshape(gv.sizes());
+              Tensor owner = kiln::index_put(kiln::full(g.sizes(), -1, i64), idx, ids, false);
+              win = kiln::index(owner, idx) == ids;
+            }
+            gv = kiln::where(win, gv, kiln::zeros_like(gv));
+          }
+          c.set(1, gv);
+        }
       },
       kAllIn & ~(kIn0 | kIn1));
   // MaskedFill: in = (x, mask) of one shape.

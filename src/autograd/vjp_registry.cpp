@@ -10,6 +10,8 @@ void register_nn_vjps();
 void register_index_vjps();
 void register_shape_vjps();
 void register_scan_vjps();
+void register_nn_fused_vjps();   // vjp_nn_fused.cpp
+void register_attention_vjps();  // vjp_attention.cpp
 
 void set_vjp(OpId id, VjpFn fn, uint32_t saves) {
   // The OpDef table is a mutable global (dispatch/registry.cpp); op_def hands out const refs.
@@ -31,6 +33,8 @@ void register_vjps() {
     register_index_vjps();
     register_shape_vjps();
     register_scan_vjps();
+    register_nn_fused_vjps();
+    register_attention_vjps();
   });
 }
 

@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "autograd/meta.h"
 #include "kiln/error.h"
@@ -63,13 +66,68 @@ namespace {
 
 void cpu_free(void* data, void*) { std::free(data); }
 
+// Note [CPU large-block cache]: buffers of 4 MiB and more come from mmap, so every fresh output
+// would fault in (and the kernel would zero) new pages; PyTorch avoids that through glibc's
+// adaptive mmap threshold. kiln keeps a few freed large blocks by rounded size and hands them out
+// again: at most kCacheBlocks blocks and kCacheBytes bytes, oldest evicted first.
+class LargeBlockCache {
+ public:
+  static constexpr size_t kCacheBlocks = 8;
+  static constexpr size_t kCacheBytes = size_t(512) << 20;
+
+  void* take(size_t size) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (size_t i = 0; i < blocks_.size(); ++i)
+      if (blocks_[i].second == size) {
+        void* p = blocks_[i].first;
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+        bytes_ -= size;
+        return p;
+      }
+    return nullptr;
+  }
+  void give(void* p, size_t size) {
+    std::vector<void*> evicted;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (size > kCacheBytes) {
+        evicted.push_back(p);
+      } else {
+        blocks_.emplace_back(p, size);
+        bytes_ += size;
+        while (blocks_.size() > kCacheBlocks || bytes_ > kCacheBytes) {
+          evicted.push_back(blocks_.front().first);
+          bytes_ -= blocks_.front().second;
+          blocks_.erase(blocks_.begin());
+        }
+      }
+    }
+    for (void* e : evicted) std::free(e);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, size_t>> blocks_;
+  size_t bytes_ = 0;
+};
+
+LargeBlockCache& large_cache() {
+  static auto* c = new LargeBlockCache();  // never destroyed: frees may run at exit
+  return *c;
+}
+
+void cpu_free_large(void* data, void* ctx) {
+  large_cache().give(data, reinterpret_cast<size_t>(ctx));
+}
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
     if (nbytes == 0) return {};
     // Large buffers get 64-byte alignment for vector loads; small ones take malloc's fast path.
     // Buffers of 4 MiB and more are 2 MiB-aligned and marked for transparent huge pages: first
-    // touch then faults 512x fewer pages (a fresh 64 MiB output costs a third of the time).
+    // touch then faults 512x fewer pages (a fresh 64 MiB output costs a third of the time); they
+    // are recycled through Note [CPU large-block cache].
     void* p = nullptr;
     constexpr size_t kHuge = size_t(2) << 20;
     if (nbytes < 4096) {
@@ -78,10 +136,15 @@ class CpuAllocator final : public Allocator {
       p = std::aligned_alloc(64, (nbytes + 63) & ~size_t(63));
     } else {
       const size_t size = (nbytes + kHuge - 1) & ~(kHuge - 1);
-      p = std::aligned_alloc(kHuge, size);
+      p = large_cache().take(size);
+      if (p == nullptr) {
+        p = std::aligned_alloc(kHuge, size);
 #ifdef __linux__
-      if (p) madvise(p, size, MADV_HUGEPAGE);  // advisory: failure only costs speed
+        if (p) madvise(p, size, MADV_HUGEPAGE);  // advisory: failure only costs speed
 #endif
+      }
+      KILN_CHECK(p != nullptr, "[cpu] out of memory: tried to allocate ", nbytes, " bytes");
+      return {p, reinterpret_cast<void*>(size), &cpu_free_large};
     }
     KILN_CHECK(p != nullptr, "[cpu] out of memory: tried to allocate ", nbytes, " bytes");
     return {p, nullptr, &cpu_free};

@@ -4,6 +4,7 @@
 // index tensors broadcast to one shape B. If the indexed dims are adjacent, B replaces them in
 // place; otherwise the indexed dims are moved to the front (a permuted view) and B comes first.
 // The Index/IndexPut rows then always see adjacent indexed dims starting at attrs.i0.
+#include "amp/autocast_state.h"
 #include "core/wrap_dim.h"
 #include "kiln/ops/factories.h"
 #include "kiln/ops/indexing.h"
@@ -156,6 +157,14 @@ Tensor index_put_impl(const Tensor& x, const std::vector<std::optional<Tensor>>&
   const char* op = "index_put";
   check_index_defined(x, op, "self");
   check_index_defined(values, op, "values");
+  // Under autocast the out-of-place form promotes to the wider of self and values (PyTorch's
+  // promote list); the dtype check below runs on the promoted pair.
+  if (!inplace && KILN_UNLIKELY(autocast_active())) {
+    Tensor xx = x, vv = values;
+    autocast_args(AutocastPolicy::Promote, {&xx, &vv});
+    if (!xx.is_same(x) || !vv.is_same(values))
+      return index_put_impl(xx, indices, vv, accumulate, false);
+  }
   KILN_CHECK(values.dtype() == x.dtype(), "[", op,
              "] index put requires the source and destination dtypes match, got ",
              dtype_name(x.dtype()), " for the destination and ", dtype_name(values.dtype()),
@@ -163,11 +172,14 @@ Tensor index_put_impl(const Tensor& x, const std::vector<std::optional<Tensor>>&
   check_same_device(op, x, {&values});
   KILN_CHECK(!(accumulate && is_float8(x.dtype())), "[", op, "] accumulate does not support ",
              dtype_name(x.dtype()));
-  Tensor out = inplace ? x : make_output(x.sizes(), x.dtype(), x.device(), x);
+  // Note [index_put autograd]: out of place = a recorded copy of x updated in place by
+  // IndexPut, so gradients reach both x and values (an out= call would reject them). The copy is
+  // a fresh tensor in the canonical (permuted) dim order, never a view, so the in-place record
+  // lands on it even when x needs no gradient.
   if (!has_tensor(indices)) {  // x[:, :] = values
     KILN_CHECK(static_cast<int64_t>(indices.size()) <= x.dim(), "[", op,
                "] too many indices for tensor of dimension ", x.dim());
-    if (!inplace) out.copy_(x);
+    Tensor out = inplace ? x : x.clone();
     Tensor v = strip_leading_ones(values, x.dim());
     if (accumulate)
       out.add_(v);
@@ -184,17 +196,26 @@ Tensor index_put_impl(const Tensor& x, const std::vector<std::optional<Tensor>>&
   }
   KILN_CHECK(fits, "[", op, "] shape mismatch: value tensor of shape ", values.sizes(),
              " cannot be broadcast to indexing result of shape ", IntArrayRef(a.result_shape));
+  Tensor target = a.x;
+  if (!inplace) {
+    Tensor t = a.x.contiguous();
+    target = t.is_same(a.x) ? a.x.clone() : t;
+  }
   OpCall c(OpId::IndexPut);
-  c.in.push_back(a.x);
+  c.in.push_back(target);
   c.in.push_back(v.expand(a.result_shape));
   for (auto& t : a.idx) c.in.push_back(t);
   c.attrs.i0 = a.first;
   c.attrs.flag = accumulate;
-  c.out.push_back(inplace ? a.x : a.perm.empty() ? out : out.permute(a.perm));
-  c.inplace = inplace;
+  c.out.push_back(target);
+  c.inplace = true;
   c.provided_out = true;
   run(c);
-  return out;
+  if (inplace) return x;
+  if (a.perm.empty()) return target;
+  DimVector inv(a.perm.size());
+  for (size_t i = 0; i < a.perm.size(); ++i) inv[a.perm[i]] = static_cast<int64_t>(i);
+  return target.permute(inv);
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "amp/autocast_state.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/factories.h"
 #include "kiln/ops/linalg.h"
@@ -315,7 +316,26 @@ using detail::addmm_core;
 using detail::addmv_core;
 using detail::baddbmm_core;
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return detail::matmul_core("matmul", a, b); }
+namespace {
+// Under autocast the public matmul family (not its out= and in-place forms, as in PyTorch) runs
+// in the scope's lower precision (Note [autocast lists], src/amp/autocast.cpp): its dtype checks
+// come before the op layer's autocast hook, so the operands are cast here.
+struct Lowered {
+  Tensor a, b, c;
+  Lowered(const Tensor& x, const Tensor& y, const Tensor& z = Tensor()) : a(x), b(y), c(z) {
+    if (KILN_UNLIKELY(detail::autocast_active()))
+      detail::autocast_args(detail::AutocastPolicy::Lower, {&a, &b, &c});
+  }
+};
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (KILN_UNLIKELY(detail::autocast_active())) {
+    Lowered l(a, b);
+    return detail::matmul_core("matmul", l.a, l.b);
+  }
+  return detail::matmul_core("matmul", a, b);
+}
 
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
   Tensor r = detail::matmul_core("matmul", a, b);
@@ -324,13 +344,17 @@ Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor mm(const Tensor& a, const Tensor& b) { return addmm_core("mm", Tensor(), a, b, 0, 1); }
+Tensor mm(const Tensor& a, const Tensor& b) {
+  Lowered l(a, b);
+  return addmm_core("mm", Tensor(), l.a, l.b, 0, 1);
+}
 Tensor& mm_out(Tensor& out, const Tensor& a, const Tensor& b) {
   addmm_core("mm", Tensor(), a, b, 0, 1, &out);
   return out;
 }
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  return baddbmm_core("bmm", Tensor(), a, b, 0, 1, nullptr, false);
+  Lowered l(a, b);
+  return baddbmm_core("bmm", Tensor(), l.a, l.b, 0, 1, nullptr, false);
 }
 Tensor& bmm_out(Tensor& out, const Tensor& a, const Tensor& b) {
   baddbmm_core("bmm", Tensor(), a, b, 0, 1, &out, false);
@@ -340,7 +364,8 @@ Tensor& bmm_out(Tensor& out, const Tensor& a, const Tensor& b) {
 Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, const Scalar& beta,
              const Scalar& alpha) {
   KILN_CHECK(input.defined(), "[addmm] input is an undefined tensor");
-  return addmm_core("addmm", input, m1, m2, beta, alpha);
+  Lowered l(m1, m2, input);
+  return addmm_core("addmm", l.c, l.a, l.b, beta, alpha);
 }
 Tensor& addmm_out(Tensor& out, const Tensor& input, const Tensor& m1, const Tensor& m2,
                   const Scalar& beta, const Scalar& alpha) {
@@ -351,12 +376,14 @@ Tensor& addmm_out(Tensor& out, const Tensor& input, const Tensor& m1, const Tens
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, const Scalar& beta,
              const Scalar& alpha) {
   KILN_CHECK(input.defined(), "[addmv] input is an undefined tensor");
-  return addmv_core("addmv", input, mat, vec, beta, alpha);
+  Lowered l(mat, vec, input);
+  return addmv_core("addmv", l.c, l.a, l.b, beta, alpha);
 }
 Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, const Scalar& beta,
                const Scalar& alpha) {
   KILN_CHECK(input.defined(), "[baddbmm] input is an undefined tensor");
-  return baddbmm_core("baddbmm", input, b1, b2, beta, alpha, nullptr, false);
+  Lowered l(b1, b2, input);
+  return baddbmm_core("baddbmm", l.c, l.a, l.b, beta, alpha, nullptr, false);
 }
 
 namespace {
@@ -377,17 +404,38 @@ std::pair<Tensor, Tensor> fold_batches(const char* op, const Tensor& b1, const T
 Tensor addbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, const Scalar& beta,
               const Scalar& alpha) {
   KILN_CHECK(input.defined(), "[addbmm] input is an undefined tensor");
-  auto [a, b] = fold_batches("addbmm", b1, b2);
-  return addmm_core("addbmm", input, a, b, beta, alpha);
+  Lowered l(b1, b2, input);
+  auto [a, b] = fold_batches("addbmm", l.a, l.b);
+  return addmm_core("addbmm", l.c, a, b, beta, alpha);
 }
 
-Tensor dot(const Tensor& a, const Tensor& b) { return detail::dot_core("dot", a, b, false); }
-Tensor vdot(const Tensor& a, const Tensor& b) { return detail::dot_core("vdot", a, b, true); }
-Tensor mv(const Tensor& mat, const Tensor& vec) {
-  return addmv_core("mv", Tensor(), mat, vec, 0, 1);
+Tensor dot(const Tensor& a, const Tensor& b) {
+  Lowered l(a, b);
+  return detail::dot_core("dot", l.a, l.b, false);
 }
+Tensor vdot(const Tensor& a, const Tensor& b) {
+  Lowered l(a, b);
+  return detail::dot_core("vdot", l.a, l.b, true);
+}
+Tensor mv(const Tensor& mat, const Tensor& vec) {
+  Lowered l(mat, vec);
+  return addmv_core("mv", Tensor(), l.a, l.b, 0, 1);
+}
+
+namespace {
+Tensor linear_impl(const Tensor& input, const Tensor& weight, const Tensor& bias);
+}  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (KILN_UNLIKELY(detail::autocast_active())) {
+    Lowered l(input, weight, bias);
+    return linear_impl(l.a, l.b, l.c);
+  }
+  return linear_impl(input, weight, bias);
+}
+
+namespace {
+Tensor linear_impl(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   const char* op = "linear";
   KILN_CHECK(input.defined() && weight.defined(), "[linear] got an undefined tensor");
   KILN_CHECK(input.dim() >= 1 && (weight.dim() == 1 || weight.dim() == 2), "[", op,
@@ -413,6 +461,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   Tensor r = detail::matmul_core(op, input, weight.dim() == 2 ? weight.t() : weight);
   return bias.defined() ? add(r, bias) : r;
 }
+}  // namespace
 
 // ---- methods ----
 Tensor Tensor::matmul(const Tensor& o) const { return kiln::matmul(*this, o); }

@@ -35,6 +35,7 @@ enum class OpKind : uint8_t {
   Linalg,      // factorizations and solvers
   Norm,        // fused normalization / softmax family kernels (composite fallbacks exist)
   Collective,  // distributed communication
+  Attention,   // fused scaled-dot-product attention
 };
 
 // How infer() derives the compute and output dtypes of an elementwise op from its inputs.

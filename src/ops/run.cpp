@@ -10,6 +10,8 @@ namespace kiln::detail {
 void* autograd_pre(OpCall& c);
 void autograd_post(OpCall& c, void* pending);
 void autograd_abort(void* pending);
+// InferenceMode's thread-local flag (src/autograd/grad_mode.cpp).
+extern constinit thread_local bool t_inference_mode;
 
 OpHooks& op_hooks() {
   static OpHooks h = [] {
@@ -47,6 +49,16 @@ KILN_INLINE bool may_need_autograd(const OpCall& c) {
          c.out[0].impl()->autograd_meta() != nullptr;
 }
 
+// Note [Inference tensors]: tensors allocated in inference mode are marked (one store each, in
+// empty_impl); writing into a marked tensor outside inference mode is refused before the kernel
+// runs, as PyTorch does.
+KILN_NOINLINE void check_inference_write(const OpCall& c) {
+  for (const Tensor& o : c.out)
+    KILN_CHECK(!(o.defined() && o.impl()->is_inference()), "[", op_name(c.op),
+               "] Inplace update to inference tensor outside InferenceMode is not allowed. You can "
+               "make a clone to get a normal tensor before doing inplace update.");
+}
+
 [[noreturn]] KILN_NOINLINE void no_kernel(const OpCall& c, Device dev) {
   if (dev.is_cuda())
     KILN_ERROR("[", op_name(c.op), "] has no kernel for device ", dev.str(),
@@ -61,6 +73,7 @@ void run(OpCall& c) {
   const OpDef& def = op_def(c.op);
   if (def.infer) def.infer(c);
   if (KILN_UNLIKELY(h.trace != nullptr) && tracing_active() && h.trace(c)) return;
+  if (KILN_UNLIKELY(c.provided_out) && !t_inference_mode) check_inference_write(c);
   PendingGuard ag;
   if (h.autograd_pre != nullptr && may_need_autograd(c)) {
     ag.p = h.autograd_pre(c);

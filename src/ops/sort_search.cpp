@@ -157,6 +157,9 @@ Tensor searchsorted_impl(const Tensor& seq, const Tensor& values, bool out_int32
              dtype_name(values.dtype()), " values");
   OpCall c(OpId::SearchSorted);
   if (sorter.defined()) {
+    KILN_CHECK(sorter.device() == seq.device(),
+               "[searchsorted] sorter must be on the same device as the boundaries (",
+               seq.device().str(), "), but it is on ", sorter.device().str());
     KILN_CHECK(sorter.dtype() == DType::Int64,
                "[searchsorted] sorter must be a tensor of long "
                "dtype, got ",

@@ -32,6 +32,8 @@ Storage make_device_storage(size_t nbytes, Device device) {
   return make_storage(nbytes, device);
 }
 
+extern constinit thread_local bool t_inference_mode;  // src/autograd/grad_mode.cpp
+
 Tensor empty_impl(IntArrayRef shape, DType dtype, Device device) {
   int64_t n = checked_numel(shape, "empty");
   device = resolve_device(device);
@@ -40,6 +42,7 @@ Tensor empty_impl(IntArrayRef shape, DType dtype, Device device) {
     st = make_device_storage(static_cast<size_t>(n) * element_size(dtype), device);
   auto impl = Ref<TensorImpl>::make(std::move(st), dtype, device);
   impl->set_sizes_contiguous(shape);
+  if (KILN_UNLIKELY(t_inference_mode)) impl->set_inference(true);  // made under InferenceMode
   return Tensor(std::move(impl));
 }
 
@@ -64,6 +67,7 @@ Tensor empty_strided_impl(IntArrayRef shape, IntArrayRef strides, DType dtype, D
     st = make_device_storage(static_cast<size_t>(n) * element_size(dtype), device);
   auto impl = Ref<TensorImpl>::make(std::move(st), dtype, device);
   impl->set_sizes_and_strides(shape, strides, 0);
+  if (KILN_UNLIKELY(t_inference_mode)) impl->set_inference(true);
   return Tensor(std::move(impl));
 }
 

@@ -1,11 +1,21 @@
 // Tests of kiln::nn::functional::interpolate against per-pixel double references written from
 // PyTorch's upsampling formulas (nearest, nearest-exact, bilinear, bicubic, align_corners,
-// scale_factor), plus linear/trilinear consistency and errors; grid_sample per-pixel references.
+// scale_factor), plus linear/trilinear consistency and errors; grid_sample per-pixel references;
+// antialiased downsampling against values computed with PyTorch.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "kiln/kiln.h"
+
+namespace kiln::nn::functional {
+// Defined in src/nn/functional/interpolate.cpp; redeclared here until
+// include/kiln/nn/functional/conv.h declares interpolate's antialias parameter.
+Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size,
+                   std::optional<std::vector<double>> scale_factor, std::string_view mode,
+                   std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor,
+                   bool antialias);
+}  // namespace kiln::nn::functional
 
 namespace kiln {
 namespace {
@@ -198,6 +208,116 @@ TEST(NnFunctionalGridSample, ModesAndPaddingMatchPixelReference) {
       }
   EXPECT_THROW(F::grid_sample(x, grid, "area"), Error);
   EXPECT_THROW(F::grid_sample(x, grid.narrow(3, 0, 1)), Error);
+}
+
+// interpolate(antialias = true) against values computed with PyTorch 1.13 (/usr/bin/python3) on
+// this machine by these lines:
+//   x = torch.tensor([math.sin(0.37 * i + 0.1) for i in range(63)],
+//                    dtype=torch.float64).reshape(1, 1, 7, 9)
+//   y = F.interpolate(x, size=size, scale_factor=sf, mode=mode, align_corners=ac, antialias=True)
+//   print(", ".join(repr(v) for v in y.flatten().tolist()))
+// for the (mode, size, sf, ac) of each case below.
+struct AaCase {
+  const char* mode;
+  std::optional<std::vector<int64_t>> size;
+  std::optional<std::vector<double>> sf;
+  bool ac;
+  std::vector<int64_t> shape;
+  std::vector<double> want;
+};
+
+TEST(NnFunctionalInterpolate, AntialiasMatchesPyTorch) {
+  const std::vector<AaCase> cases = {
+      {"bilinear",
+       std::vector<int64_t>{3, 4},
+       std::nullopt,
+       false,
+       {1, 1, 3, 4},
+       {0.05021145951583791, 0.11631979175229361, 0.11645479875631362, 0.05052101092163608,
+        -0.04682823594887037, -0.05489975819900203, -0.030094162038363646, 0.010047384830333135,
+        0.13041020796330938, 0.0954346266915839, -0.0003782987854016079, -0.08927488163846214}},
+      {"bicubic",
+       std::vector<int64_t>{3, 4},
+       std::nullopt,
+       false,
+       {1, 1, 3, 4},
+       {0.02383724412679914, 0.10690847788275336, 0.12435323846182154, 0.0633217766875361,
+        -0.009636491531814687, -0.011933455351351437, -0.006485373941370984, 0.0026947151276811125,
+        0.1284874534969566, 0.08172448796378189, -0.021838477634723817, -0.10591732773960609}},
+      {"bilinear",
+       std::nullopt,
+       std::vector<double>{0.5, 0.4},
+       false,
+       {1, 1, 3, 3},
+       {0.03668974945166509, 0.11881596711382672, 0.11888596663361717, -0.0004677663022389644,
+        0.00015330190449046321, 0.0006998806802774767, -0.0001999286796904448,
+        0.00042152217550717186, 0.0007719742754249623}},
+      {"bicubic",
+       std::vector<int64_t>{4, 5},
+       std::nullopt,
+       true,
+       {1, 1, 4, 5},
+       {0.013966804679910728,   0.10442715271812009,   0.14637487650161712,
+        0.10373131576635797,    0.04495135381245063,   -0.0019451122257346572,
+        -0.008478720727329666,  -0.011026826621286633, -0.007192646334408279,
+        -0.002502449596882955,  -0.022769848290593756, -0.017347750481846173,
+        -0.0026908961936466945, 0.01376785969005805,   0.021457467555157584,
+        0.5953131080636767,     0.4672915978549012,    0.09155268656827273,
+        -0.34352591705019153,   -0.5524885494809696}},
+      {"bilinear",
+       std::vector<int64_t>{10, 4},
+       std::nullopt,
+       false,
+       {1, 1, 10, 4},
+       {0.3801037296254516,   0.8630191155052865,   0.8558851977053894,    0.36374669467134724,
+        -0.12549365439564364, -0.11700939431326701, -0.036521352714114705, 0.05905370748224878,
+        -0.23458757823929247, -0.45359760000285076, -0.412422942168307,    -0.14018008206199695,
+        0.6182270783922732,   0.8491116465597296,   0.5794748865028199,    -1.0758498131705514e-05,
+        -0.2791048007946507,  -0.27612657576762917, -0.10451080701688856,  0.11438517299953217,
+        -0.2077946302752425,  -0.2946969987559725,  -0.20839507290998371,  -0.009916878208948226,
+        0.7917694698613728,   0.8039181546284141,   0.3266592809898238,    -0.30251564769009964,
+        -0.4838585269791661,  -0.38868305943889336, -0.04928638913946537,  0.29432862839770946,
+        -0.0834566914549493,  -0.1279565590342047,  -0.09776057011692266,  -0.014221684822150268,
+        0.9627450743939349,   0.7112890587120195,   0.0070964773956369645, -0.6518659976847544}},
+      {"bicubic",
+       std::vector<int64_t>{2, 12},
+       std::nullopt,
+       false,
+       {1, 1, 2, 12},
+       {-0.015135787662949962, 0.0035560906016802903, 0.027884046603031773,  0.048154009983759495,
+        0.06481770964024869,   0.07639967432607575,   0.08215571530530841,   0.08168451877652162,
+        0.07489190794648062,   0.062379328002896625,  0.043193579898941264,  0.026694909248023025,
+        0.08268733621377453,   0.08142160613213076,   0.07511014768972224,   0.06277098923163321,
+        0.04550398599943767,   0.024838028173960178,  0.0023547195663155412, -0.02037839329655114,
+        -0.04166822751204293,  -0.059629695202100326, -0.07340389068379585,  -0.0807049105258636}},
+  };
+  std::vector<double> xv;
+  for (int i = 0; i < 63; ++i) xv.push_back(std::sin(0.37 * i + 0.1));
+  Tensor x = from_vector(xv, {1, 1, 7, 9});
+  for (const AaCase& c : cases) {
+    for (DType dt : {kFloat64, kFloat32}) {
+      Tensor y = F::interpolate(x.to(dt), c.size, c.sf, c.mode, c.ac, std::nullopt, true);
+      ASSERT_EQ(y.sizes().vec(), c.shape) << c.mode;
+      const std::vector<double> got = vals(y);
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], c.want[i], dt == kFloat64 ? 1e-12 : 1e-5)
+            << c.mode << " ac " << c.ac << " element " << i;
+    }
+  }
+  // Only bilinear / bicubic on 4-D input.
+  EXPECT_THROW(F::interpolate(x, std::vector<int64_t>{3, 4}, std::nullopt, "nearest", std::nullopt,
+                              std::nullopt, true),
+               Error);
+  EXPECT_THROW(F::interpolate(x.reshape({1, 7, 9}), std::vector<int64_t>{4}, std::nullopt, "linear",
+                              std::nullopt, std::nullopt, true),
+               Error);
+  // Without downsampling and away from the borders, antialiased bilinear is plain bilinear.
+  Tensor up = F::interpolate(x, std::vector<int64_t>{14, 18}, std::nullopt, "bilinear",
+                             std::nullopt, std::nullopt, true);
+  Tensor plain = F::interpolate(x, std::vector<int64_t>{14, 18}, std::nullopt, "bilinear");
+  const std::vector<double> a = vals(up.narrow(2, 1, 12).narrow(3, 1, 16)),
+                            b = vals(plain.narrow(2, 1, 12).narrow(3, 1, 16));
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12);
 }
 
 }  // namespace

@@ -675,9 +675,72 @@ std::vector<OpRow> misc_rows() {
   return rows;
 }
 
+// 3x3 stride-1 float32 convolutions that take the Winograd path (nn_conv_winograd.cpp: at least
+// 8 channels per group): odd sizes, batch 1, channel counts not multiples of 16, groups, padding
+// 0 / 1 / 2 / mixed, outputs of one tile and several blocks of tiles; the forward op and the
+// transposed convolution (the backward input kernel, also Winograd).
+std::vector<OpRow> winograd_rows() {
+  std::vector<OpRow> rows;
+  auto fwd = [](DType) {
+    const std::vector<ConvCase> cases = {
+        {{1, 9, 11, 13}, {10, 9, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+        {{3, 17, 8, 7}, {21, 17, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1},
+        {{2, 16, 5, 6}, {24, 8, 3, 3}, {1, 1}, {2, 2}, {1, 1}, 2},
+        {{1, 8, 3, 3}, {8, 8, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1},
+        {{2, 33, 12, 10}, {40, 33, 3, 3}, {1, 1}, {1, 2}, {1, 1}, 1},
+        {{4, 16, 20, 18}, {16, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1}};
+    std::vector<Sample> v;
+    uint64_t seed = 90;
+    for (const ConvCase& c : cases) v.push_back(conv_sample(c, seed, seed % 2 == 0)), ++seed;
+    return v;
+  };
+  rows.push_back(mk(
+      "nn.conv2d.winograd", {OpId::Convolution}, kFloatMask, fwd,
+      [](const std::vector<Tensor>& in, const Sample& s) {
+        return F::conv2d(in[0], in[1], s.flag ? in[2] : Tensor(), part(s, 2, 0), part(s, 2, 1),
+                         part(s, 2, 2), s.ints[6]);
+      },
+      [](const std::vector<Tensor>& in, const Sample& s) {
+        Vec b = arr(in[2]).v;
+        Arr y = ref_conv(arr(in[0]), arr(in[1]), s.flag ? &b : nullptr, conv_args(s, 2));
+        return tens(y.v, y.shape);
+      },
+      4.0));
+  auto tr = [](DType) {
+    const std::vector<ConvCase> cases = {
+        {{1, 9, 7, 9}, {9, 11, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+        {{2, 16, 6, 5}, {16, 8, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 2},
+        {{1, 12, 10, 11}, {12, 10, 3, 3}, {1, 1}, {2, 1}, {1, 1}, 1}};
+    std::vector<Sample> v;
+    uint64_t seed = 110;
+    for (const ConvCase& c : cases) {
+      Sample s = conv_sample(c, seed, seed % 2 == 0, true);
+      ++seed;
+      s.ints.push_back(0), s.ints.push_back(0);  // output_padding
+      v.push_back(s);
+    }
+    return v;
+  };
+  rows.push_back(mk(
+      "nn.conv_transpose2d.winograd", {OpId::ConvolutionBackwardInput}, kFloatMask, tr,
+      [](const std::vector<Tensor>& in, const Sample& s) {
+        return F::conv_transpose2d(in[0], in[1], s.flag ? in[2] : Tensor(), part(s, 2, 0),
+                                   part(s, 2, 1), IntArrayRef(s.ints.data() + 7, 2), s.ints[6],
+                                   part(s, 2, 2));
+      },
+      [](const std::vector<Tensor>& in, const Sample& s) {
+        Vec b = arr(in[2]).v;
+        Arr y = ref_conv_transpose(arr(in[0]), arr(in[1]), s.flag ? &b : nullptr, conv_args(s, 2),
+                                   Shape{0, 0});
+        return tens(y.v, y.shape);
+      },
+      4.0));
+  return rows;
+}
+
 std::vector<OpRow> nn_conv_rows() {
   std::vector<OpRow> rows;
-  for (auto* f : {&conv_rows, &pool_rows, &misc_rows})
+  for (auto* f : {&conv_rows, &winograd_rows, &pool_rows, &misc_rows})
     for (auto& r : (*f)()) rows.push_back(std::move(r));
   return rows;
 }

@@ -355,7 +355,7 @@ inline std::vector<OpRow> search_rows() {
           sorter.insert(sorter.end(), o.begin(), o.end());
         }
         return searchsorted(in[0], in[1], false, s.flag, std::nullopt,
-                            from_vector(sorter, {2, 7}, TensorOptions(kInt64)));
+                            from_vector(sorter, {2, 7}, TensorOptions(kInt64)).to(in[0].device()));
       },
       ref, [](DType) { return kInt64; }));
   rows.push_back(row(

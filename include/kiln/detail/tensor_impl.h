@@ -59,6 +59,10 @@ class TensorImpl : public RefCounted {
   bool is_wrapped_number() const { return wrapped_number_; }
   void set_wrapped_number(bool w) { wrapped_number_ = w; }
 
+  // Made under InferenceMode (torch.is_inference): autograd refuses to record it later.
+  bool is_inference() const { return inference_; }
+  void set_inference(bool v) { inference_ = v; }
+
   AutogradMeta* autograd_meta() const { return autograd_.get(); }
   void set_autograd_meta(AutogradMeta* m) { autograd_.reset(m); }
 
@@ -74,6 +78,7 @@ class TensorImpl : public RefCounted {
   Device device_;
   bool contiguous_ = true;
   bool wrapped_number_ = false;
+  bool inference_ = false;
   std::unique_ptr<AutogradMeta, AutogradMetaDeleter> autograd_;
 };
 

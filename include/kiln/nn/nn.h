@@ -1,6 +1,7 @@
 // kiln::nn umbrella: Module and containers, layers, init, utils and functional.
 #pragma once
 
+#include "kiln/nn/attention.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
 #include "kiln/nn/module.h"
@@ -9,6 +10,7 @@
 #include "kiln/nn/modules/conv.h"
 #include "kiln/nn/modules/dropout.h"
 #include "kiln/nn/modules/embedding.h"
+#include "kiln/nn/modules/extra.h"
 #include "kiln/nn/modules/linear.h"
 #include "kiln/nn/modules/loss.h"
 #include "kiln/nn/modules/normalization.h"

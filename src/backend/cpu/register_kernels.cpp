@@ -14,6 +14,7 @@ void register_index_kernels(detail::KernelRegistry& r);
 void register_shape_kernels(detail::KernelRegistry& r);
 void register_scan_kernels(detail::KernelRegistry& r);
 void register_nn_kernels(detail::KernelRegistry& r);
+void register_attention_kernels(detail::KernelRegistry& r);
 }  // namespace kiln::cpu
 
 namespace kiln::detail {
@@ -31,6 +32,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_shape_kernels(r);
   cpu::register_scan_kernels(r);
   cpu::register_nn_kernels(r);
+  cpu::register_attention_kernels(r);
 }
 
 }  // namespace kiln::detail

@@ -14,6 +14,7 @@
 #include "backend/gpu/event.h"
 #include "backend/gpu/gpu_allocator.h"
 #include "backend/gpu/graph.h"
+#include "backend/gpu/kernel_error.h"
 #include "backend/gpu/pinned_allocator.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/stream.h"
@@ -63,6 +64,7 @@ void synchronize(int device) {
   int d = gpu::resolve_device(device, "cuda.synchronize");
   gpu::DeviceGuard g(d);
   KILN_GPU_CHECK("cuda.synchronize", gpuDeviceSynchronize());
+  gpu::check_kernel_errors();
 }
 
 DeviceProperties get_device_properties(int device) {

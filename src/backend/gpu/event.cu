@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/gpu/event.h"
+#include "backend/gpu/kernel_error.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/vendor.h"
 
@@ -43,6 +44,8 @@ bool event_query(EventHandle event, const char* op) {
 
 void event_synchronize(EventHandle event, const char* op) {
   KILN_GPU_CHECK(op, gpuEventSynchronize(as_event(event)));
+  // Note [Kernel error channel]; not inside the caching allocator, whose state must not unwind.
+  if (std::strncmp(op, "cuda.caching_allocator", 22) != 0) check_kernel_errors();
 }
 
 float event_elapsed_ms(EventHandle start, EventHandle end, const char* op) {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/gpu/kernel_error.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/vendor.h"
 
@@ -183,8 +184,10 @@ void throw_gpu_error(int code, const char* op, const char* call) {
 void check_launch(const char* op, uintptr_t stream) {
   gpuError_t e = gpuGetLastError();
   if (KILN_UNLIKELY(e != gpuSuccess)) throw_gpu_error(static_cast<int>(e), op, "kernel launch");
-  if (KILN_UNLIKELY(launch_blocking()))
+  if (KILN_UNLIKELY(launch_blocking())) {
     KILN_GPU_CHECK(op, gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)));
+    check_kernel_errors();  // Note [Kernel error channel]
+  }
 }
 
 DeviceGuard::DeviceGuard(int device) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/gpu/event.h"
+#include "backend/gpu/kernel_error.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/stream.h"
 #include "backend/gpu/vendor.h"
@@ -98,6 +99,7 @@ bool stream_query(StreamHandle stream, const char* op) {
 
 void stream_synchronize(StreamHandle stream, const char* op) {
   KILN_GPU_CHECK(op, gpuStreamSynchronize(as_stream(stream)));
+  check_kernel_errors();  // Note [Kernel error channel]
 }
 
 void stream_wait_event(StreamHandle stream, EventHandle event, const char* op) {

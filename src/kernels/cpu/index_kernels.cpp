@@ -3,6 +3,10 @@
 #include <limits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "dispatch/registry.h"
 #include "kernels/cpu/index_kernels_util.h"
 #include "kernels/cpu/iter.h"
@@ -89,10 +93,25 @@ void gather_engine(const Tensor& out, const Tensor& x, const Tensor& iv, int64_t
 
 // dst[r] = src[idx[r * istride]] for r in [b, e) (the 1-D case, kept in a function of its own so
 // that the compiler sees plain pointers). Returns false at an out-of-range index (*bad_value).
+// Rows read in index order are scattered over the source: the kernels below touch the source
+// row kPrefetchAhead rows ahead so that its cache miss overlaps the copies in between.
+constexpr int64_t kPrefetchAhead = 48;
+
+template <class IT>
+inline void prefetch_row(const IT* idx, int64_t istride, const char* src, int64_t row_bytes,
+                         int64_t n, int64_t r) {
+  const int64_t v = static_cast<int64_t>(idx[r * istride]);
+  const int64_t w = v < 0 ? v + n : v;
+  if (static_cast<uint64_t>(w) < static_cast<uint64_t>(n)) __builtin_prefetch(src + w * row_bytes);
+}
+
 template <class U, class IT>
 KILN_NOINLINE bool gather_1d(const IT* idx, int64_t istride, const U* src, U* dst, int64_t n,
                              int64_t b, int64_t e, int64_t* bad_value) {
   for (int64_t r = b; r < e; ++r) {
+    if (r + kPrefetchAhead < e)
+      prefetch_row(idx, istride, reinterpret_cast<const char*>(src), sizeof(U), n,
+                   r + kPrefetchAhead);
     const int64_t v = static_cast<int64_t>(idx[r * istride]);
     const int64_t w = v < 0 ? v + n : v;
     if (static_cast<uint64_t>(w) >= static_cast<uint64_t>(n)) {
@@ -124,6 +143,69 @@ KILN_NOINLINE bool gather_rows(const IT* idx, int64_t istride, const U* src, U* 
   return true;
 }
 
+// outer == 1 rows of kBytes bytes (a multiple of 16): dst row r = src row idx[r], rows [b, e).
+// With `stream` (outputs far larger than the caches, dst 16-byte aligned) the rows are written
+// with non-temporal stores, which skip reading the destination lines into the cache first.
+template <int64_t kBytes, class IT>
+KILN_NOINLINE bool gather_rows_fixed(const IT* idx, int64_t istride, const char* src, char* dst,
+                                     int64_t n, int64_t b, int64_t e, bool stream,
+                                     int64_t* bad_value) {
+  static_assert(kBytes % 16 == 0);
+  for (int64_t r = b; r < e; ++r) {
+    if (r + kPrefetchAhead < e) prefetch_row(idx, istride, src, kBytes, n, r + kPrefetchAhead);
+    const int64_t v = static_cast<int64_t>(idx[r * istride]);
+    const int64_t w = v < 0 ? v + n : v;
+    if (static_cast<uint64_t>(w) >= static_cast<uint64_t>(n)) {
+      *bad_value = v;
+      return false;
+    }
+    const char* sr = src + w * kBytes;
+    char* dr = dst + r * kBytes;
+#if defined(__SSE2__)
+    if (stream) {
+      for (int64_t k = 0; k < kBytes; k += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(dr + k),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(sr + k)));
+      continue;
+    }
+#endif
+    std::memcpy(dr, sr, kBytes);
+  }
+#if defined(__SSE2__)
+  if (stream) _mm_sfence();
+#else
+  (void)stream;
+#endif
+  return true;
+}
+
+// f.template operator()<kBytes>() for the row sizes gather_rows_fixed handles; false otherwise.
+template <class F>
+bool dispatch_row_bytes(int64_t bytes, F&& f) {
+  switch (bytes) {
+    case 16:
+      return f.template operator()<16>(), true;
+    case 32:
+      return f.template operator()<32>(), true;
+    case 48:
+      return f.template operator()<48>(), true;
+    case 64:
+      return f.template operator()<64>(), true;
+    case 128:
+      return f.template operator()<128>(), true;
+    case 256:
+      return f.template operator()<256>(), true;
+    default:
+      return false;
+  }
+}
+
+// Elements below which a 1-D index_select stays on one thread.
+constexpr int64_t kSerialGather = int64_t{1} << 22;
+
+// Output bytes above which index_select streams its stores (well past a core's L2).
+constexpr int64_t kStreamBytes = int64_t{8} << 20;
+
 // index_select of contiguous x into contiguous out: whole rows of `inner` elements. Checks
 // the indices as it goes; returns false (nothing written) when the layout does not fit, and
 // sets *bad to an out-of-range index when it meets one.
@@ -142,13 +224,30 @@ bool index_select_rows(const Tensor& out, const Tensor& x, const Tensor& index, 
       U* dst = static_cast<U*>(out.data_ptr());
       const int64_t grain = std::max<int64_t>(1, kGrainSize / inner);
       if (outer == 1 && inner == 1) {
-        parallel_for(0, k, grain, [&](int64_t b, int64_t e) {
+        // Single elements: a thread gathers ~1 ns per element with prefetching, so a parallel
+        // region (microseconds to start, far more when the machine is shared) pays only for
+        // millions of elements.
+        parallel_for(0, k, kSerialGather, [&](int64_t b, int64_t e) {
           int64_t v = 0;
           if (!gather_1d<U, IT>(idx, istride, src, dst, n, b, e, &v) && !bad.exchange(true))
             bad_value = v;
         });
         return;
       }
+      const int64_t row_bytes = inner * static_cast<int64_t>(sizeof(U));
+      const bool stream = out.numel() * static_cast<int64_t>(sizeof(U)) >= kStreamBytes &&
+                          reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+      if (outer == 1 && dispatch_row_bytes(row_bytes, [&]<int64_t kBytes>() {
+            parallel_for(0, k, grain, [&](int64_t b, int64_t e) {
+              int64_t v = 0;
+              if (!gather_rows_fixed<kBytes, IT>(idx, istride, reinterpret_cast<const char*>(src),
+                                                 reinterpret_cast<char*>(dst), n, b, e, stream,
+                                                 &v) &&
+                  !bad.exchange(true))
+                bad_value = v;
+            });
+          }))
+        return;
       parallel_for(0, outer * k, grain, [&](int64_t b, int64_t e) {
         int64_t v = 0;
         if (!gather_rows<U, IT>(idx, istride, src, dst, n, k, inner, b, e, &v) &&
@@ -438,6 +537,11 @@ template <class T, class IT>
 KILN_NOINLINE void scatter_add_1d(const IT* idx, int64_t istride, const T* src, T* dst, int64_t n,
                                   int64_t k, int64_t lo, int64_t hi, T a, bool scaled) {
   for (int64_t j = 0; j < k; ++j) {
+    if (j + kPrefetchAhead < k) {  // the destination is updated in random order
+      const int64_t u = static_cast<int64_t>(idx[(j + kPrefetchAhead) * istride]);
+      const int64_t x = u < 0 ? u + n : u;
+      if (x >= lo && x < hi) __builtin_prefetch(dst + x, 1);
+    }
     const int64_t v = static_cast<int64_t>(idx[j * istride]);
     const int64_t w = v < 0 ? v + n : v;
     if (w >= lo && w < hi) dst[w] += scaled ? a * src[j] : src[j];
@@ -493,7 +597,11 @@ bool scatter_add_rows(const Tensor& out, const Tensor& src, const Tensor& idx1d,
           const int64_t work = outer * k * inner;
           const int threads = get_num_threads();
           if (outer == 1 && inner == 1) {
-            const int parts = work < kGrainSize ? 1 : threads;
+            // One thread: split destination ranges would make every thread read all of idx and
+            // src (the random updates are the cheap part with prefetching), and waiting for a
+            // second thread costs more than it saves on a shared machine.
+            const int parts = 1;
+            (void)work;
             parallel_for(0, static_cast<int64_t>(parts), 1, [&](int64_t tb, int64_t te) {
               for (int64_t t = tb; t < te; ++t)
                 scatter_add_1d<T, IT>(idx, istride, s, o, n, k, n * t / parts, n * (t + 1) / parts,

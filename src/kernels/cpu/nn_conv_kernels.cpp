@@ -1,8 +1,11 @@
 // CPU kernels of convolution (forward, backward input = transposed convolution, backward weight)
-// by im2col + OpenBLAS GEMM per (image, group), and of the im2col / col2im ops (F.unfold/F.fold).
+// by im2col + OpenBLAS GEMM per (image, group) or Winograd (3x3 stride 1, float32), and of the
+// im2col / col2im ops (F.unfold/F.fold).
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/matmul_blas.h"
+#include "kernels/cpu/nn_conv_winograd.h"
 #include "kernels/cpu/nn_kernels.h"
 
 namespace kiln::cpu {
@@ -115,6 +118,25 @@ void col2im(const Geo& g, const T* cols, T* x) {
           }
     }
   });
+}
+
+// The Winograd description of g when it is a 3x3 stride-1 dilation-1 2-D convolution (D == 1).
+bool winograd_geo(const Geo& g, WinogradConv& wc) {
+  if (g.id != 1 || g.kd != 1 || g.pd != 0 || g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 ||
+      g.dh != 1 || g.dw != 1)
+    return false;
+  wc = {g.n, g.c, g.ih, g.iw, g.o, g.groups, g.ph, g.pw};
+  return winograd_applicable(wc);
+}
+
+// The backward input of a 3x3 stride-1 convolution is the convolution of the gradient with the
+// flipped kernels, input and output channels swapped per group, and padding 2 - p.
+bool winograd_backward_geo(const Geo& g, WinogradConv& wc) {
+  if (g.id != 1 || g.kd != 1 || g.pd != 0 || g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 ||
+      g.dh != 1 || g.dw != 1 || g.ph > 2 || g.pw > 2)
+    return false;
+  wc = {g.n, g.o, g.oh, g.ow, g.c, g.groups, 2 - g.ph, 2 - g.pw};
+  return wc.oh() == g.ih && wc.ow() == g.iw && winograd_applicable(wc);
 }
 
 MatDesc mat(const void* p, int64_t rows, int64_t cols) {
@@ -269,8 +291,12 @@ void conv_forward_kernel(OpCall& c) {
         const int64_t l = g.l(), kg = g.kg(), og = g.og();
         if (y.numel() == 0) return;
         const bool stride1 = g.sd == 1 && g.sh == 1 && g.sw == 1;
+        WinogradConv wc;
         if (kg == 0) {
           std::fill(yp, yp + y.numel(), T(0));
+        } else if (std::is_same_v<T, float> && winograd_geo(g, wc)) {
+          if constexpr (std::is_same_v<T, float>) conv_winograd_f32(wc, xp, wp, bp, yp);
+          bp = nullptr;  // added above
         } else if (stride1 && !g.pointwise() && g.og() > 0) {
           sync_blas_threads();
           conv_forward_shifted(g, xp, wp, bp, yp);
@@ -312,8 +338,23 @@ void conv_backward_input_kernel(OpCall& c) {
         const T* wp = nn_ptr<const T>(w);
         T* gxp = nn_ptr<T>(gx);
         if (gx.numel() == 0) return;
-        std::fill(gxp, gxp + gx.numel(), T(0));
         const int64_t l = g.l(), kg = g.kg(), og = g.og();
+        WinogradConv wc;
+        if constexpr (std::is_same_v<T, float>) {
+          if (kg > 0 && l > 0 && og > 0 && winograd_backward_geo(g, wc)) {
+            // Flipped kernels as [C, O / groups, 3, 3].
+            const int64_t cg = g.cg();
+            std::vector<float> wt(g.c * og * 9);
+            for (int64_t gr = 0; gr < g.groups; ++gr)
+              for (int64_t o = 0; o < og; ++o)
+                for (int64_t ci = 0; ci < cg; ++ci)
+                  for (int64_t k = 0; k < 9; ++k)
+                    wt[((gr * cg + ci) * og + o) * 9 + 8 - k] =
+                        wp[((gr * og + o) * cg + ci) * 9 + k];
+            return conv_winograd_f32(wc, gyp, wt.data(), nullptr, gxp);
+          }
+        }
+        std::fill(gxp, gxp + gx.numel(), T(0));
         if (kg == 0 || l == 0 || og == 0) return;
         sync_blas_threads();
         if (g.sd == 1 && g.sh == 1 && g.sw == 1 && !g.pointwise())

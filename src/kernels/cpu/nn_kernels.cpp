@@ -8,6 +8,7 @@ void register_nn_kernels(detail::KernelRegistry& r) {
   register_nn_loss_kernels(r);
   register_nn_conv_kernels(r);
   register_nn_pool_kernels(r);
+  register_nn_fused_kernels(r);
 }
 
 }  // namespace kiln::cpu

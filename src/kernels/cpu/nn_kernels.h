@@ -16,6 +16,8 @@ void register_nn_norm_kernels(detail::KernelRegistry& r);  // nn_norm_kernels.cp
 void register_nn_loss_kernels(detail::KernelRegistry& r);  // nn_loss_kernels.cpp
 void register_nn_conv_kernels(detail::KernelRegistry& r);  // nn_conv_kernels.cpp
 void register_nn_pool_kernels(detail::KernelRegistry& r);  // nn_pool_kernels.cpp
+void register_nn_fused_kernels(
+    detail::KernelRegistry& r);  // nn_fused_kernels.cpp (cross_entropy_loss, native_dropout)
 
 // Typed data pointer of a tensor (its storage offset included).
 template <class T>

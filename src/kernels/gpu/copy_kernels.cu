@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "backend/gpu/gpu_allocator.h"
+#include "backend/gpu/kernel_error.h"
 #include "backend/gpu/pinned_allocator.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/stream.h"
@@ -209,6 +210,7 @@ void finish_host_copy(const void* host_ptr, bool non_blocking, int dev, StreamHa
   if (non_blocking && !launch_blocking() && pinned_record_stream(host_ptr, dev, stream)) return;
   if (non_blocking && !launch_blocking() && is_pinned_ptr(host_ptr)) return;  // user-pinned
   KILN_GPU_CHECK("copy_", gpuStreamSynchronize(as_stream(stream)));
+  check_kernel_errors();  // Note [Kernel error channel]: a copy to the host is a sync point
 }
 
 void copy_host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {

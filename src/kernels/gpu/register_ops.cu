@@ -14,6 +14,13 @@ void register_binary_kernels(KernelRegistry& r);       // binary_kernels.cu
 void register_compare_kernels(KernelRegistry& r);      // compare_kernels.cu
 void register_ternary_kernels(KernelRegistry& r);      // ternary_kernels.cu
 void register_reduce_kernels(KernelRegistry& r);       // reduce_kernels.cu
+void register_index_kernels(KernelRegistry& r);        // index_kernels.cu
+void register_shape_kernels(KernelRegistry& r);        // shape_kernels.cu
+void register_scan_kernels(KernelRegistry& r);         // scan_kernels.cu
+void register_sort_kernels(KernelRegistry& r);         // sort_kernels.cu
+void register_nn_kernels(KernelRegistry& r);           // nn_kernels.cu
+void register_conv_kernels(KernelRegistry& r);         // conv_kernels.cu
+void register_attention_kernels(KernelRegistry& r);    // attention/attention_kernels.cu
 
 void register_op_kernels(KernelRegistry& r) {
   register_unary_math_kernels(r);
@@ -23,6 +30,13 @@ void register_op_kernels(KernelRegistry& r) {
   register_compare_kernels(r);
   register_ternary_kernels(r);
   register_reduce_kernels(r);
+  register_index_kernels(r);
+  register_shape_kernels(r);
+  register_scan_kernels(r);
+  register_sort_kernels(r);
+  register_nn_kernels(r);
+  register_conv_kernels(r);
+  register_attention_kernels(r);
   r.set(OpId::Bmm, kCUDA, &bmm_kernel);  // backend/gpu/blas.cu
 }
 

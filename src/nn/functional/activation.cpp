@@ -1,5 +1,6 @@
 // kiln::nn::functional activations (composites of elementwise primitives), the softmax family
-// (fused primitives) and dropout (Philox bernoulli masks).
+// (fused primitives) and dropout (the fused native_dropout primitive; Philox bernoulli masks for
+// the feature/alpha variants).
 #include <cmath>
 
 #include "kiln/nn/functional/activation.h"
@@ -166,6 +167,9 @@ Tensor dropout(const Tensor& input, double p, bool training, bool inplace) {
   check_p("dropout", p);
   check_floating("dropout", input);
   if (!training || p == 0) return input;
+  // 0 < p < 1: the fused native_dropout primitive (one pass, mask saved for the backward); p = 1
+  // keeps the composite (all zeros).
+  if (p < 1) return maybe_inplace(input, std::get<0>(detail::native_dropout_op(input, p)), inplace);
   return apply_mask(input, input.sizes(), p, inplace);
 }
 Tensor dropout1d(const Tensor& input, double p, bool training, bool inplace) {

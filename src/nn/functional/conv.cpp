@@ -2,6 +2,7 @@
 // pooling (2-D primitives; 1-D through a unit dim), unfold/fold, pixel shuffle, affine_grid.
 #include <cmath>
 
+#include "amp/autocast_state.h"
 #include "kiln/nn/functional/conv.h"
 #include "kiln/ops.h"
 #include "nn/functional/nn_ops.h"
@@ -46,8 +47,10 @@ bool batchify(const char* op, Tensor& input, int nd) {
   return false;
 }
 
-Tensor conv_nd(const char* op, int nd, Tensor input, const Tensor& weight, const Tensor& bias,
-               IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+Tensor conv_nd(const char* op, int nd, Tensor input, Tensor weight, Tensor bias, IntArrayRef stride,
+               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  if (KILN_UNLIKELY(detail::autocast_active()))  // Note [autocast lists]: convolutions go lower
+    detail::autocast_args(detail::AutocastPolicy::Lower, {&input, &weight, &bias});
   const bool unbatched = batchify(op, input, nd);
   KILN_CHECK(weight.defined() && weight.dim() == nd + 2, "[", op, "] expected ", nd + 2,
              "-D weight, but got ", weight.defined() ? weight.sizes() : IntArrayRef());
@@ -87,9 +90,11 @@ Tensor conv_nd_str(const char* op, int nd, const Tensor& input, const Tensor& we
   return y;
 }
 
-Tensor conv_transpose_nd(const char* op, int nd, Tensor input, const Tensor& weight,
-                         const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
-                         IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+Tensor conv_transpose_nd(const char* op, int nd, Tensor input, Tensor weight, Tensor bias,
+                         IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding,
+                         int64_t groups, IntArrayRef dilation) {
+  if (KILN_UNLIKELY(detail::autocast_active()))
+    detail::autocast_args(detail::AutocastPolicy::Lower, {&input, &weight, &bias});
   const bool unbatched = batchify(op, input, nd);
   KILN_CHECK(weight.defined() && weight.dim() == nd + 2, "[", op, "] expected ", nd + 2,
              "-D weight, but got ", weight.defined() ? weight.sizes() : IntArrayRef());
@@ -269,7 +274,24 @@ Tensor max_unpool2d(const Tensor& input, const Tensor& indices, IntArrayRef kern
                "] output_size must have 2 (or 4) elements, but got ", output_size);
     out = {output_size[output_size.size() - 2], output_size[output_size.size() - 1]};
   }
-  Tensor y = detail::max_pool2d_backward_op(x, idx, {x.size(0), x.size(1), out[0], out[1]});
+  KILN_CHECK(idx.defined() && idx.dtype() == kInt64, "[", op,
+             "] elements in indices should be type int64 but got: ",
+             idx.defined() ? dtype_name(idx.dtype()) : "undefined");
+  KILN_CHECK(idx.sizes() == x.sizes(), "[", op,
+             "] Expected shape of indices to be same as that of the input tensor (", x.sizes(),
+             ") but got indices tensor with shape: ", idx.sizes());
+  const int64_t plane = out[0] * out[1];
+  if (idx.numel() > 0) {
+    const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+    KILN_CHECK(lo >= 0 && hi < plane, "[", op, "] Found an invalid max index: ", lo < 0 ? lo : hi,
+               " (output volumes are of size ", out[0], "x", out[1], ")");
+  }
+  // A scatter (not a sum) per plane: when indices repeat, the input element that comes last in
+  // row-major order wins, as in PyTorch.
+  const int64_t n = x.size(0), c = x.size(1);
+  Tensor y = kiln::zeros({n, c, plane}, x.options())
+                 .scatter(2, idx.reshape({n, c, -1}), x.reshape({n, c, -1}))
+                 .reshape({n, c, out[0], out[1]});
   return unbatched ? y.squeeze(0) : y;
 }
 

@@ -1,6 +1,8 @@
-// kiln::nn::functional::grid_sample (2-D): coordinates computed with elementwise ops, input
-// values fetched with the Embedding primitive (rows of a [N*H*W, C] table), so gradients flow to
-// both the input and the grid through existing primitives.
+// kiln::nn::functional::grid_sample (4-D and volumetric 5-D): coordinates computed with
+// elementwise ops, input values fetched with the Embedding primitive (rows of a [N*D*H*W, C]
+// table), so gradients flow to both the input and the grid through existing primitives.
+#include <vector>
+
 #include "kiln/nn/functional/conv.h"
 #include "kiln/ops.h"
 #include "nn/functional/nn_ops.h"
@@ -33,27 +35,32 @@ Tensor pad_coord(const Tensor& c, int64_t size, std::string_view padding, bool a
   return kiln::clamp(x, Scalar(0.0), Scalar(static_cast<double>(size - 1)));
 }
 
+// Fetches input values at integer coordinates through the Embedding primitive (rows of a
+// [N * prod(spatial), C] table), zero outside the input.
 struct Sampler {
-  Tensor table;       // [N*H*W, C]
-  Tensor plane_base;  // [N, 1, 1] int64: n * H * W
-  int64_t h, w;
+  Tensor table;               // [N * prod(spatial), C]
+  Tensor plane_base;          // [N, 1, ...] int64: n * prod(spatial)
+  std::vector<int64_t> size;  // spatial sizes, (H, W) or (D, H, W)
   std::string_view padding;
   bool align_corners;
 
-  // input values at integer coordinates (iy, ix) (floating tensors holding integers), zero
-  // outside the input: [N, Ho, Wo, C].
-  Tensor fetch(const Tensor& iy, const Tensor& ix) const {
-    Tensor y = iy, x = ix;
-    if (padding != "zeros") {  // per-tap padding (bicubic taps may leave the input)
-      y = pad_coord(y, h, padding, align_corners);
-      x = pad_coord(x, w, padding, align_corners);
+  // Values at integer coordinates c[k] along spatial dim k (floating tensors holding integers):
+  // [N, *out_spatial, C].
+  Tensor fetch(const std::vector<Tensor>& c) const {
+    Tensor inside, idx;
+    int64_t stride = 1;
+    for (int64_t k = static_cast<int64_t>(size.size()) - 1; k >= 0; --k) {
+      const int64_t n = size[k];
+      Tensor x = c[k];
+      if (padding != "zeros") x = pad_coord(x, n, padding, align_corners);  // per tap (bicubic)
+      Tensor in_k = kiln::logical_and(x >= 0, x <= n - 1);
+      inside = inside.defined() ? kiln::logical_and(inside, in_k) : in_k;
+      Tensor xc = kiln::clamp(kiln::nan_to_num(x), Scalar(0.0), Scalar(double(n - 1)));
+      Tensor term = xc.to(kInt64) * stride;
+      idx = idx.defined() ? idx + term : term;
+      stride *= n;
     }
-    Tensor inside = kiln::logical_and(kiln::logical_and(y >= 0, y <= h - 1),
-                                      kiln::logical_and(x >= 0, x <= w - 1));
-    Tensor yc = kiln::clamp(kiln::nan_to_num(y), Scalar(0.0), Scalar(double(h - 1)));
-    Tensor xc = kiln::clamp(kiln::nan_to_num(x), Scalar(0.0), Scalar(double(w - 1)));
-    Tensor idx = plane_base + yc.to(kInt64) * w + xc.to(kInt64);
-    Tensor v = detail::embedding_op(table, idx);
+    Tensor v = detail::embedding_op(table, plane_base + idx);
     return v * inside.unsqueeze(-1).to(v.dtype());
   }
 };
@@ -64,38 +71,54 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, std::string_view mod
                    std::string_view padding_mode, bool align_corners) {
   const char* op = "grid_sample";
   KILN_CHECK(input.defined() && grid.defined(), "[", op, "] input and grid must be defined");
-  KILN_CHECK(input.dim() == 4, "[", op,
-             "] expected 4-D input [N, C, H, W] (5-D is not supported), but got ", input.dim(),
-             "-D");
-  KILN_CHECK(grid.dim() == 4 && grid.size(0) == input.size(0) && grid.size(3) == 2, "[", op,
-             "] expected grid of shape [", input.size(0), ", H_out, W_out, 2], but got ",
-             grid.sizes());
+  KILN_CHECK(input.dim() == 4 || input.dim() == 5, "[", op,
+             "] expected 4-D input [N, C, H, W] or 5-D input [N, C, D, H, W], but got ",
+             input.dim(), "-D");
+  const int64_t nd = input.dim() - 2;  // spatial dims
+  KILN_CHECK(grid.dim() == input.dim() && grid.size(0) == input.size(0) && grid.size(-1) == nd, "[",
+             op, "] expected grid of shape [", input.size(0),
+             nd == 2 ? ", H_out, W_out, 2]" : ", D_out, H_out, W_out, 3]", " for input of shape ",
+             input.sizes(), ", but got ", grid.sizes());
   KILN_CHECK(input.is_floating_point() && grid.dtype() == input.dtype(), "[", op,
              "] expected floating point input and grid of the same dtype");
   KILN_CHECK(mode == "bilinear" || mode == "nearest" || mode == "bicubic", "[", op,
              "] nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or "
              "'bicubic', but got: '",
              mode, "'");
+  KILN_CHECK(mode != "bicubic" || nd == 2, "[", op,
+             "] bicubic interpolation only supports 4D input");
   KILN_CHECK(padding_mode == "zeros" || padding_mode == "border" || padding_mode == "reflection",
              "[", op,
              "] nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
              "'reflection', but got: '",
              padding_mode, "'");
-  const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
-  KILN_CHECK(h > 0 && w > 0, "[", op, "] input of shape ", input.sizes(),
-             " has an empty spatial dim");
+  const int64_t n = input.size(0), c = input.size(1);
   Sampler s;
-  s.table = input.permute({0, 2, 3, 1}).reshape({n * h * w, c});
+  int64_t points = 1;
+  for (int64_t k = 0; k < nd; ++k) {
+    s.size.push_back(input.size(2 + k));
+    points *= input.size(2 + k);
+  }
+  KILN_CHECK(points > 0, "[", op, "] input of shape ", input.sizes(), " has an empty spatial dim");
+  // [N, C, *S] -> [N, *S, C] -> [N * prod(S), C].
+  std::vector<int64_t> to_last{0};
+  for (int64_t k = 0; k < nd; ++k) to_last.push_back(2 + k);
+  to_last.push_back(1);
+  s.table = input.permute(to_last).reshape({n * points, c});
+  DimVector base_shape(static_cast<size_t>(nd + 1), 1);
+  base_shape[0] = n;
   s.plane_base =
-      (kiln::arange(n, TensorOptions(kInt64).device(input.device())) * (h * w)).reshape({n, 1, 1});
-  s.h = h, s.w = w, s.padding = padding_mode, s.align_corners = align_corners;
-  Tensor gx = source_coord(grid.select(3, 0), w, align_corners);
-  Tensor gy = source_coord(grid.select(3, 1), h, align_corners);
+      (kiln::arange(n, TensorOptions(kInt64).device(input.device())) * points).reshape(base_shape);
+  s.padding = padding_mode, s.align_corners = align_corners;
+  // Source coordinate per spatial dim k: grid component nd - 1 - k (x walks the last dim).
+  std::vector<Tensor> g(static_cast<size_t>(nd));
+  for (int64_t k = 0; k < nd; ++k)
+    g[k] = source_coord(grid.select(-1, nd - 1 - k), s.size[k], align_corners);
   Tensor out;
   if (mode == "bicubic") {
     // 4x4 taps with cubic weights; padding applied per tap (in fetch).
-    Tensor fx = kiln::floor(gx), fy = kiln::floor(gy);
-    Tensor tx = gx - fx, ty = gy - fy;
+    Tensor fy = kiln::floor(g[0]), fx = kiln::floor(g[1]);
+    Tensor ty = g[0] - fy, tx = g[1] - fx;
     const double a = -0.75;
     auto weights = [a](const Tensor& t) {
       auto near = [a](const Tensor& x) { return ((x * (a + 2) - (a + 3)) * x) * x + 1; };
@@ -105,26 +128,42 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, std::string_view mod
     std::vector<Tensor> wx = weights(tx), wy = weights(ty);
     for (int u = 0; u < 4; ++u)
       for (int v = 0; v < 4; ++v) {
-        Tensor term = s.fetch(fy + (u - 1), fx + (v - 1)) * (wy[u] * wx[v]).unsqueeze(-1);
+        Tensor term = s.fetch({fy + (u - 1), fx + (v - 1)}) * (wy[u] * wx[v]).unsqueeze(-1);
         out = out.defined() ? out + term : term;
       }
   } else {
-    gx = pad_coord(gx, w, padding_mode, align_corners);
-    gy = pad_coord(gy, h, padding_mode, align_corners);
+    for (int64_t k = 0; k < nd; ++k) g[k] = pad_coord(g[k], s.size[k], padding_mode, align_corners);
     Sampler plain = s;
     plain.padding = "zeros";  // coordinates are already padded
     if (mode == "nearest") {
-      out = plain.fetch(kiln::round(gy), kiln::round(gx));
+      std::vector<Tensor> r;
+      for (const Tensor& t : g) r.push_back(kiln::round(t));
+      out = plain.fetch(r);
     } else {
-      Tensor x0 = kiln::floor(gx), y0 = kiln::floor(gy);
-      Tensor lx = gx - x0, ly = gy - y0;
-      out = plain.fetch(y0, x0) * ((1 - ly) * (1 - lx)).unsqueeze(-1) +
-            plain.fetch(y0, x0 + 1) * ((1 - ly) * lx).unsqueeze(-1) +
-            plain.fetch(y0 + 1, x0) * (ly * (1 - lx)).unsqueeze(-1) +
-            plain.fetch(y0 + 1, x0 + 1) * (ly * lx).unsqueeze(-1);
+      // (bi|tri)linear: the 2^nd corners, weights (1 - l) or l per dim, summed in corner order.
+      std::vector<Tensor> lo, frac;
+      for (const Tensor& t : g) {
+        lo.push_back(kiln::floor(t));
+        frac.push_back(t - lo.back());
+      }
+      for (int64_t corner = 0; corner < (int64_t{1} << nd); ++corner) {
+        std::vector<Tensor> at;
+        Tensor wgt;
+        for (int64_t k = 0; k < nd; ++k) {
+          const bool hi = (corner >> (nd - 1 - k)) & 1;
+          at.push_back(hi ? lo[k] + 1 : lo[k]);
+          Tensor wk = hi ? frac[k] : 1 - frac[k];
+          wgt = wgt.defined() ? wgt * wk : wk;
+        }
+        Tensor term = plain.fetch(at) * wgt.unsqueeze(-1);
+        out = out.defined() ? out + term : term;
+      }
     }
   }
-  return out.permute({0, 3, 1, 2}).contiguous();
+  // [N, *So, C] -> [N, C, *So].
+  std::vector<int64_t> to_front{0, nd + 1};
+  for (int64_t k = 0; k < nd; ++k) to_front.push_back(1 + k);
+  return out.permute(to_front).contiguous();
 }
 
 }  // namespace kiln::nn::functional

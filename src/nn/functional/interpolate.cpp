@@ -1,11 +1,13 @@
 // kiln::nn::functional::interpolate: nearest / nearest-exact / (bi,tri)linear / bicubic / area
-// resizing as separable per-dim interpolation matrices applied with matmul.
+// resizing (and antialiased bilinear / bicubic) as separable per-dim interpolation matrices
+// applied with matmul.
 #include <cmath>
 
 #include "kiln/nn/functional/conv.h"
 #include "kiln/ops.h"
 
 namespace kiln::nn::functional {
+
 namespace {
 
 // Note [interpolation matrices]: every mode but "area" computes each output coordinate from the
@@ -60,11 +62,46 @@ std::vector<double> interp_matrix(int64_t in, int64_t out, std::string_view mode
   return m;
 }
 
+// Note [antialiased interpolation]: PyTorch's antialias=True path (bilinear and bicubic, 4-D)
+// widens the filter by the downsampling factor: output i is centred at scale * (i + 0.5) of the
+// input, takes the inputs within support = (taps / 2) * max(scale, 1) of the centre, weighs
+// each by the filter (triangle, or cubic with a = -0.5) at distance / max(scale, 1), and
+// normalizes the weights to sum 1 (so borders renormalize instead of clamping).
+double aa_filter(std::string_view mode, double x) {
+  x = std::abs(x);
+  if (mode == "bilinear") return std::max(0.0, 1.0 - x);
+  const double a = -0.5;
+  if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+std::vector<double> aa_matrix(int64_t in, int64_t out, std::string_view mode, bool align_corners,
+                              std::optional<double> scale) {
+  std::vector<double> m(out * in, 0.0);
+  const double s = coord_scale(in, out, align_corners, scale);
+  const double taps = mode == "bilinear" ? 2.0 : 4.0;
+  const double support = s >= 1.0 ? taps * 0.5 * s : taps * 0.5;
+  const double inv = s >= 1.0 ? 1.0 / s : 1.0;
+  for (int64_t o = 0; o < out; ++o) {
+    const double center = s * (o + 0.5);
+    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
+    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in);
+    double* row = m.data() + o * in;
+    double total = 0;
+    for (int64_t j = lo; j < hi; ++j) total += row[j] = aa_filter(mode, (j - center + 0.5) * inv);
+    if (total != 0)
+      for (int64_t j = lo; j < hi; ++j) row[j] /= total;
+  }
+  return m;
+}
+
 }  // namespace
 
 Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size,
                    std::optional<std::vector<double>> scale_factor, std::string_view mode,
-                   std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor) {
+                   std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor,
+                   bool antialias) {
   const char* op = "interpolate";
   KILN_CHECK(input.defined(), "[", op, "] input is an undefined tensor");
   KILN_CHECK(input.dim() >= 3 && input.dim() <= 5, "[", op,
@@ -80,6 +117,8 @@ Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size
   KILN_CHECK((mode != "linear" || nd == 1) && (mode != "bilinear" || nd == 2) &&
                  (mode != "bicubic" || nd == 2) && (mode != "trilinear" || nd == 3),
              "[", op, "] mode '", mode, "' does not support ", input.dim(), "-D input");
+  KILN_CHECK(!antialias || ((mode == "bilinear" || mode == "bicubic") && nd == 2), "[", op,
+             "] Anti-alias option is only supported for bilinear and bicubic modes");
   KILN_CHECK(size.has_value() != scale_factor.has_value(), "[", op,
              "] only one of size or scale_factor should be defined");
   KILN_CHECK(input.is_floating_point(), "[", op, "] expected a floating point input, but got ",
@@ -113,7 +152,8 @@ Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size
   for (int64_t d = 0; d < nd; ++d) {
     const int64_t in = input.size(2 + d);
     std::vector<double> m =
-        interp_matrix(in, out[d], mode, align_corners.value_or(false), scales[d]);
+        antialias ? aa_matrix(in, out[d], mode, align_corners.value_or(false), scales[d])
+                  : interp_matrix(in, out[d], mode, align_corners.value_or(false), scales[d]);
     Tensor mt = from_vector(m, {out[d], in}).to(input.dtype()).to(input.device());
     // Move dim 2+d last, contract with M^T, move back.
     y = kiln::matmul(y.movedim(2 + d, -1), mt.t()).movedim(-1, 2 + d);

@@ -1,5 +1,6 @@
-// kiln::nn::functional losses: nll_loss (fused primitive), cross_entropy (log_softmax + nll_loss
-// or a probability-target composite) and the elementwise/distance losses (composites).
+// kiln::nn::functional losses: nll_loss (fused primitive), cross_entropy (the fused
+// cross_entropy_loss primitive for class indices; the log_softmax + nll_loss composite stays as
+// its reference and serves probability targets) and the elementwise/distance losses (composites).
 #include <cmath>
 #include <numbers>
 
@@ -33,13 +34,6 @@ void check_pair(const char* op, const Tensor& input, const Tensor& target) {
              dtype_name(input.dtype()));
 }
 
-// [1, C, 1, ...] (class dim 1; dim 0 for an unbatched 1-D input) view of a per-class weight.
-Tensor class_view(const Tensor& w, const Tensor& input) {
-  DimVector shape(input.dim(), 1);
-  shape[input.dim() == 1 ? 0 : 1] = w.numel();
-  return w.reshape(shape);
-}
-
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
@@ -61,7 +55,59 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     KILN_CHECK(weight.dim() == 1 && weight.numel() == classes, "[", op,
                "] weight should be a 1-D tensor of ", classes, " elements, but got shape ",
                weight.sizes());
-  Tensor logp = log_softmax(input, cdim);
+  if (!target.is_floating_point()) {
+    // Class indices: the fused primitive on [N, C] rows (K-dim inputs moved to rows).
+    DimVector want;
+    if (input.dim() > 1) {
+      want.push_back(input.size(0));
+      for (int64_t d = 2; d < input.dim(); ++d) want.push_back(input.size(d));
+    }
+    KILN_CHECK(target.sizes() == IntArrayRef(want), "[", op, "] expected target of shape ",
+               IntArrayRef(want), " for input of shape ", input.sizes(), ", but got ",
+               target.sizes());
+    Tensor x2 = input;
+    if (input.dim() == 1) {
+      x2 = input.unsqueeze(0);
+    } else if (input.dim() > 2) {
+      DimVector perm{0};
+      int64_t rows = input.size(0);
+      for (int64_t d = 2; d < input.dim(); ++d) perm.push_back(d), rows *= input.size(d);
+      perm.push_back(1);
+      x2 = input.permute(perm).reshape({rows, classes});
+    }
+    auto [loss, lse] = detail::cross_entropy_loss_op(x2, target.reshape({-1}), weight, ignore_index,
+                                                     reduction_code(reduction), label_smoothing);
+    return reduction == Reduction::None ? loss.reshape(target.sizes()) : loss;
+  }
+  return detail::cross_entropy_composite(input, target, weight, ignore_index,
+                                         reduction_code(reduction), label_smoothing);
+}
+
+}  // namespace kiln::nn::functional
+
+namespace kiln::detail {
+
+// The composite cross-entropy (log_softmax + nll_loss, or the probability-target sum): the
+// reference of the fused primitive, and the path for probability targets.
+Tensor cross_entropy_composite(const Tensor& input, const Tensor& target, const Tensor& weight,
+                               int64_t ignore_index, int64_t reduction_i, double label_smoothing) {
+  namespace F = kiln::nn::functional;
+  using F::Reduction;
+  const Reduction reduction = reduction_i == 0   ? Reduction::None
+                              : reduction_i == 1 ? Reduction::Mean
+                                                 : Reduction::Sum;
+  const char* op = "cross_entropy";
+  const int64_t cdim = input.dim() == 1 ? 0 : 1;
+  const int64_t classes = input.size(cdim);
+  auto class_view = [&](const Tensor& w) {
+    DimVector shape(input.dim(), 1);
+    shape[cdim] = w.numel();
+    return w.reshape(shape);
+  };
+  auto reduce = [](const Tensor& loss, Reduction r) {
+    return r == Reduction::Mean ? loss.mean() : r == Reduction::Sum ? loss.sum() : loss;
+  };
+  Tensor logp = F::log_softmax(input, cdim);
   if (target.is_floating_point()) {
     // Class probabilities: -sum_c w_c * t_c * logp_c per sample.
     KILN_CHECK(target.sizes() == input.sizes(), "[", op,
@@ -70,19 +116,18 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     Tensor t =
         label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / classes : target;
     Tensor prod = logp * t;
-    if (weight.defined()) prod = prod * class_view(weight, input);
+    if (weight.defined()) prod = prod * class_view(weight);
     Tensor loss = -prod.sum(IntArrayRef{cdim});
     if (reduction == Reduction::Mean)
       return input.numel() == 0 ? loss.sum() / 0.0
                                 : loss.sum() / static_cast<double>(input.numel() / classes);
     return reduce(loss, reduction);
   }
-  auto [nll, total] =
-      detail::nll_loss_op(logp, target, weight, ignore_index, reduction_code(reduction));
+  auto [nll, total] = nll_loss_op(logp, target, weight, ignore_index, reduction_i);
   if (label_smoothing == 0) return nll;
   // Smoothing term: -sum_c w_c logp_c, zero at ignored targets; the mean divides by the same
   // total weight as nll_loss.
-  Tensor wl = weight.defined() ? logp * class_view(weight, input) : logp;
+  Tensor wl = weight.defined() ? logp * class_view(weight) : logp;
   Tensor smooth = -wl.sum(IntArrayRef{cdim});
   smooth = kiln::where(target == ignore_index, Scalar(0.0), smooth);
   Tensor sm;
@@ -98,6 +143,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   }
   return nll * (1 - label_smoothing) + sm * (label_smoothing / classes);
 }
+
+}  // namespace kiln::detail
+
+namespace kiln::nn::functional {
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   check_pair("mse_loss", input, target);

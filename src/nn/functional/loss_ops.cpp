@@ -1,5 +1,8 @@
-// Internal entry points of the nll_loss and embedding primitives (nn_ops.h): checks, output
-// allocation and the OpCall for each.
+// Internal entry points of the nll_loss, embedding, fused cross-entropy and native_dropout
+// primitives (nn_ops.h): checks, output allocation (and Philox counters) and the OpCall for each.
+#include "backend/gpu/graph_rng.h"
+#include "kernels/philox.h"
+#include "kiln/random.h"
 #include "nn/functional/nn_ops.h"
 #include "ops/run.h"
 #include "ops/tensor_factory.h"
@@ -159,6 +162,157 @@ void embedding_renorm_op(const Tensor& weight, const Tensor& indices, double max
   c.attrs.has_s0 = c.attrs.has_s1 = true;
   c.compute = weight.dtype();
   run(c);
+}
+
+// ---- fused cross-entropy (Note [Fused cross-entropy] in src/kernels/cpu/nn_fused_kernels.cpp)
+
+namespace {
+
+DType ce_stat_dtype(DType d) { return d == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+struct CeArgs {
+  Tensor logits, target, weight;
+};
+
+CeArgs check_ce(const char* op, const Tensor& logits, const Tensor& target, const Tensor& weight,
+                int64_t reduction, double label_smoothing) {
+  KILN_CHECK(logits.defined() && is_floating_point(logits.dtype()), "[", op,
+             "] expected floating point logits");
+  KILN_CHECK(logits.dim() == 2, "[", op, "] expected 2-D logits [N, C], but got shape ",
+             logits.sizes());
+  check_index_dtype(op, target, "target");
+  KILN_CHECK(target.dim() == 1 && target.size(0) == logits.size(0), "[", op,
+             "] expected target of shape [", logits.size(0), "], but got ", target.sizes());
+  KILN_CHECK(target.device() == logits.device(), "[", op, "] target is on ", target.device().str(),
+             " but logits are on ", logits.device().str());
+  KILN_CHECK(reduction >= 0 && reduction <= 2, "[", op, "] bad reduction ", reduction);
+  KILN_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "[", op,
+             "] label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
+  CeArgs a{logits.contiguous(), target.contiguous(), Tensor()};
+  if (a.target.dtype() != DType::Int64) a.target = a.target.to(DType::Int64);
+  if (weight.defined()) {
+    KILN_CHECK(weight.dim() == 1 && weight.numel() == logits.size(1), "[", op,
+               "] weight should be a 1-D tensor of ", logits.size(1), " elements, but got shape ",
+               weight.sizes());
+    KILN_CHECK(weight.dtype() == logits.dtype(), "[", op, "] weight dtype ",
+               dtype_name(weight.dtype()), " differs from input dtype ",
+               dtype_name(logits.dtype()));
+    KILN_CHECK(weight.device() == logits.device(), "[", op, "] weight is on ",
+               weight.device().str(), " but logits are on ", logits.device().str());
+    a.weight = weight.contiguous();
+  }
+  return a;
+}
+
+void set_ce_attrs(OpCall& c, const Tensor& weight, int64_t ignore_index, int64_t reduction,
+                  double label_smoothing) {
+  c.attrs.s0 = label_smoothing;
+  c.attrs.has_s0 = true;
+  c.attrs.i0 = ignore_index;
+  c.attrs.i1 = reduction;
+  c.attrs.flag = weight.defined();
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> cross_entropy_loss_op(const Tensor& logits, const Tensor& target,
+                                                 const Tensor& weight, int64_t ignore_index,
+                                                 int64_t reduction, double label_smoothing) {
+  const char* op = "cross_entropy_loss";
+  CeArgs a = check_ce(op, logits, target, weight, reduction, label_smoothing);
+  OpCall c(OpId::CrossEntropyLoss);
+  c.in.push_back(a.logits);
+  c.in.push_back(a.target);
+  if (a.weight.defined()) c.in.push_back(a.weight);
+  set_ce_attrs(c, a.weight, ignore_index, reduction, label_smoothing);
+  const int64_t n = logits.size(0);
+  if (reduction == 0)
+    c.out.push_back(empty_impl({n}, logits.dtype(), logits.device()));
+  else
+    c.out.push_back(empty_impl({}, logits.dtype(), logits.device()));
+  c.out.push_back(empty_impl({n}, ce_stat_dtype(logits.dtype()), logits.device()));
+  c.compute = logits.dtype();
+  run(c);
+  return {c.out[0], c.out[1]};
+}
+
+Tensor cross_entropy_loss_backward_op(const Tensor& grad, const Tensor& logits,
+                                      const Tensor& target, const Tensor& lse, const Tensor& weight,
+                                      int64_t ignore_index, int64_t reduction,
+                                      double label_smoothing) {
+  const char* op = "cross_entropy_loss_backward";
+  CeArgs a = check_ce(op, logits, target, weight, reduction, label_smoothing);
+  const int64_t n = logits.size(0);
+  KILN_CHECK(grad.defined() && is_floating_point(grad.dtype()), "[", op,
+             "] expected a floating point grad");
+  KILN_CHECK(reduction == 0 ? (grad.dim() == 1 && grad.size(0) == n) : grad.numel() == 1, "[", op,
+             "] grad of shape ", grad.sizes(), " doesn't match the loss");
+  KILN_CHECK(lse.defined() && lse.numel() == n && lse.dtype() == ce_stat_dtype(logits.dtype()), "[",
+             op, "] expected a saved lse of ", n, " elements of dtype ",
+             dtype_name(ce_stat_dtype(logits.dtype())));
+  OpCall c(OpId::CrossEntropyLossBackward);
+  c.in.push_back(grad.to(logits.dtype()).contiguous());
+  c.in.push_back(a.logits);
+  c.in.push_back(a.target);
+  c.in.push_back(lse.contiguous());
+  if (a.weight.defined()) c.in.push_back(a.weight);
+  set_ce_attrs(c, a.weight, ignore_index, reduction, label_smoothing);
+  c.out.push_back(empty_impl(logits.sizes(), logits.dtype(), logits.device()));
+  c.compute = logits.dtype();
+  run(c);
+  return c.out[0];
+}
+
+// ---- native_dropout (Note [Fused dropout] in src/kernels/cpu/nn_fused_kernels.cpp)
+
+namespace {
+std::tuple<Tensor, Tensor> run_native_dropout(const Tensor& x, double p, uint64_t seed,
+                                              uint64_t offset, const Tensor& state) {
+  OpCall c(OpId::NativeDropout);
+  c.in.push_back(x.contiguous());
+  if (state.defined()) c.in.push_back(state);
+  c.attrs.s0 = p;
+  c.attrs.has_s0 = true;
+  c.attrs.ints.clear();
+  c.attrs.ints.push_back(static_cast<int64_t>(seed));
+  c.attrs.ints.push_back(static_cast<int64_t>(offset));
+  c.out.push_back(empty_impl(x.sizes(), x.dtype(), x.device()));
+  c.out.push_back(empty_impl(x.sizes(), DType::Bool, x.device()));
+  c.compute = x.dtype();
+  run(c);
+  return {c.out[0], c.out[1]};
+}
+
+void check_dropout(const Tensor& x, double p) {
+  KILN_CHECK(x.defined() && is_floating_point(x.dtype()),
+             "[native_dropout] expected a floating "
+             "point input");
+  KILN_CHECK(p >= 0 && p <= 1,
+             "[native_dropout] dropout probability has to be between 0 and 1, "
+             "but got ",
+             p);
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> native_dropout_op(const Tensor& x, double p) {
+  check_dropout(x, p);
+  Generator gen = default_generator(x.device());
+  const PhiloxSeedOffset so = gen.reserve(philox_counters(static_cast<uint64_t>(x.numel()), 1));
+  Tensor state;
+  uint64_t offset = so.offset;
+  if (x.is_cuda()) {
+    // Captured into a GPU graph: the kernel reads (seed, offset) from the graph's state tensor
+    // at replay time (Note [Graph-safe random numbers]).
+    gpu::CapturedRng cap = gpu::capture_rng(gen, so, x.device().index);
+    if (cap.state.defined()) state = cap.state, offset = cap.offset;
+  }
+  return run_native_dropout(x, p, so.seed, offset, state);
+}
+
+std::tuple<Tensor, Tensor> native_dropout_op(const Tensor& x, double p, uint64_t seed,
+                                             uint64_t offset) {
+  check_dropout(x, p);
+  return run_native_dropout(x, p, seed, offset, Tensor());
 }
 
 }  // namespace kiln::detail

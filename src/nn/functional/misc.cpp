@@ -1,5 +1,5 @@
 // kiln::nn::functional linear/bilinear, embedding (primitive) and embedding_bag, one_hot,
-// distances, scaled_dot_product_attention (math path) and multi_head_attention_forward.
+// distances and multi_head_attention_forward (scaled_dot_product_attention: attention.cpp).
 #include <cmath>
 #include <limits>
 
@@ -182,76 +182,6 @@ Tensor pdist(const Tensor& input, double p) {
     off += n - i - 1;
   }
   return out;
-}
-
-namespace {
-// Repeats dim -3 (heads) of t `times` times, each head consecutively (repeat_interleave).
-Tensor repeat_heads(const Tensor& t, int64_t times) {
-  if (times == 1) return t;
-  const int64_t nd = t.dim();
-  DimVector expanded;
-  for (int64_t d = 0; d < nd; ++d) {
-    if (d == nd - 2) expanded.push_back(times);
-    expanded.push_back(t.size(d));
-  }
-  DimVector out(t.sizes().begin(), t.sizes().end());
-  out[nd - 3] *= times;
-  return t.unsqueeze(nd - 2).expand(expanded).reshape(out);
-}
-}  // namespace
-
-Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
-                                    std::optional<double> scale, bool enable_gqa) {
-  const char* op = "scaled_dot_product_attention";
-  KILN_CHECK(query.defined() && key.defined() && value.defined(), "[", op,
-             "] query, key and value must be defined");
-  KILN_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, "[", op,
-             "] expected query, key and value of at least 2 dims");
-  KILN_CHECK(query.is_floating_point(), "[", op, "] expected floating point inputs");
-  KILN_CHECK(query.dtype() == key.dtype() && query.dtype() == value.dtype(), "[", op,
-             "] Expected query, key, and value to have the same dtype, but got query.dtype: ",
-             dtype_name(query.dtype()), " key.dtype: ", dtype_name(key.dtype()),
-             ", and value.dtype: ", dtype_name(value.dtype()), " instead.");
-  KILN_CHECK(query.size(-1) == key.size(-1), "[", op,
-             "] query and key embedding sizes differ: ", query.size(-1), " and ", key.size(-1));
-  KILN_CHECK(key.size(-2) == value.size(-2), "[", op,
-             "] key and value sequence lengths differ: ", key.size(-2), " and ", value.size(-2));
-  KILN_CHECK(!(is_causal && attn_mask.defined()), "[", op,
-             "] _scaled_dot_product_attention: Explicit attn_mask should not be set when "
-             "is_causal=True");
-  KILN_CHECK(dropout_p >= 0 && dropout_p <= 1, "[", op, "] dropout_p must be in [0, 1]");
-  Tensor k = key, v = value;
-  if (enable_gqa && query.dim() >= 3 && key.dim() >= 3) {
-    const int64_t hq = query.size(-3), hk = key.size(-3), hv = value.size(-3);
-    KILN_CHECK(hk > 0 && hv > 0 && hq % hk == 0 && hq % hv == 0, "[", op,
-               "] number of heads in key/value must divide the number of heads in query");
-    k = repeat_heads(k, hq / hk);
-    v = repeat_heads(v, hq / hv);
-  }
-  const int64_t l = query.size(-2), s = k.size(-2);
-  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
-  Tensor attn = kiln::matmul(query * sc, k.transpose(-2, -1));
-  const double ninf = -std::numeric_limits<double>::infinity();
-  bool masked = false;
-  if (is_causal) {
-    Tensor i = kiln::arange(l, TensorOptions(DType::Int64).device(query.device())).unsqueeze(1);
-    Tensor j = kiln::arange(s, TensorOptions(DType::Int64).device(query.device())).unsqueeze(0);
-    attn = kiln::where(j <= i, attn, Scalar(ninf));
-    masked = true;
-  } else if (attn_mask.defined()) {
-    if (attn_mask.dtype() == DType::Bool) {
-      attn = kiln::where(attn_mask, attn, Scalar(ninf));
-      masked = true;
-    } else {
-      attn = attn + attn_mask;
-    }
-  }
-  Tensor w = softmax(attn, -1);
-  // Rows with every position masked give zeros (PyTorch's safe softmax), not NaN.
-  if (masked) w = kiln::where((attn == ninf).all(-1, true), Scalar(0.0), w);
-  if (dropout_p > 0) w = dropout(w, dropout_p, true);
-  return kiln::matmul(w, v);
 }
 
 std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query, const Tensor& key,

@@ -50,6 +50,28 @@ Tensor embedding_backward_op(const Tensor& grad, const Tensor& indices, int64_t 
 void embedding_renorm_op(const Tensor& weight, const Tensor& indices, double max_norm,
                          double norm_type);
 
+// ---- fused cross-entropy over class indices on [N, C] logits (any float dtype) ----
+// reduction 0 none (loss [N]), 1 mean, 2 sum (0-dim). Returns (loss, lse) with lse [N] in the
+// statistics dtype (float32; float64 for float64 logits) for the backward.
+std::tuple<Tensor, Tensor> cross_entropy_loss_op(const Tensor& logits, const Tensor& target,
+                                                 const Tensor& weight, int64_t ignore_index,
+                                                 int64_t reduction, double label_smoothing);
+Tensor cross_entropy_loss_backward_op(const Tensor& grad, const Tensor& logits,
+                                      const Tensor& target, const Tensor& lse, const Tensor& weight,
+                                      int64_t ignore_index, int64_t reduction,
+                                      double label_smoothing);
+// The composite cross-entropy (log_softmax + nll_loss; probability targets too), kept as the
+// reference of the fused primitive (src/nn/functional/loss.cpp). reduction as nll_loss_op.
+Tensor cross_entropy_composite(const Tensor& input, const Tensor& target, const Tensor& weight,
+                               int64_t ignore_index, int64_t reduction, double label_smoothing);
+
+// ---- dropout in one pass: (y = x * mask / (1 - p), mask bool), 0 <= p < 1 ----
+// Philox counters come from the default generator of x's device (Note [Random op contract]), or
+// are given explicitly (seed, offset) by the second form (tests).
+std::tuple<Tensor, Tensor> native_dropout_op(const Tensor& x, double p);
+std::tuple<Tensor, Tensor> native_dropout_op(const Tensor& x, double p, uint64_t seed,
+                                             uint64_t offset);
+
 // ---- convolution on 5-D [N, C, D, H, W] tensors (weights [O, C/g, kd, kh, kw]) ----
 struct ConvParams {
   std::array<int64_t, 3> stride{1, 1, 1}, padding{0, 0, 0}, dilation{1, 1, 1};

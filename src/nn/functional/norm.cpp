@@ -2,6 +2,7 @@
 // instance_norm, group_norm, local_response_norm and normalize (composites over reductions).
 #include <limits>
 
+#include "amp/autocast_state.h"
 #include "kiln/nn/functional/conv.h"
 #include "kiln/nn/functional/norm.h"
 #include "kiln/ops.h"
@@ -79,18 +80,23 @@ void update_running(const Tensor& running, const Tensor& value, double momentum)
 
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
-  const int64_t m = trailing_numel("layer_norm", input, normalized_shape);
-  check_param_shape("layer_norm", weight, normalized_shape, "weight");
-  check_param_shape("layer_norm", bias, normalized_shape, "bias");
-  return std::get<0>(detail::layer_norm_op(input, m, weight, bias, eps));
+  Tensor x = input, w = weight, b = bias;
+  if (KILN_UNLIKELY(detail::autocast_active()))  // Note [autocast lists]: norms run in float32
+    detail::autocast_args(detail::AutocastPolicy::Float32, {&x, &w, &b});
+  const int64_t m = trailing_numel("layer_norm", x, normalized_shape);
+  check_param_shape("layer_norm", w, normalized_shape, "weight");
+  check_param_shape("layer_norm", b, normalized_shape, "bias");
+  return std::get<0>(detail::layer_norm_op(x, m, w, b, eps));
 }
 
 Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,
                 std::optional<double> eps) {
-  const int64_t m = trailing_numel("rms_norm", input, normalized_shape);
-  check_param_shape("rms_norm", weight, normalized_shape, "weight");
-  return std::get<0>(
-      detail::rms_norm_op(input, m, weight, eps ? *eps : machine_eps(input.dtype())));
+  Tensor x = input, w = weight;
+  if (KILN_UNLIKELY(detail::autocast_active()))
+    detail::autocast_args(detail::AutocastPolicy::Float32, {&x, &w});
+  const int64_t m = trailing_numel("rms_norm", x, normalized_shape);
+  check_param_shape("rms_norm", w, normalized_shape, "weight");
+  return std::get<0>(detail::rms_norm_op(x, m, w, eps ? *eps : machine_eps(x.dtype())));
 }
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "amp/autocast_state.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
 #include "kiln/nn/modules/pooling.h"
@@ -66,27 +67,28 @@ void ConvNdImpl::reset_parameters() {
   }
 }
 
-Tensor ConvNdImpl::forward(const Tensor& x) {
+Tensor ConvNdImpl::forward(const Tensor& input) {
+  // Under autocast the module casts its own arguments (the conv front ends check dtypes first).
+  Tensor x = input, w = weight, b = bias;
+  if (kiln::detail::autocast_active())
+    kiln::detail::autocast_args(kiln::detail::AutocastPolicy::Lower, {&x, &w, &b});
   if (transposed) {
     switch (dims_) {
       case 1:
-        return F::conv_transpose1d(x, weight, bias, stride, padding, output_padding, groups,
-                                   dilation);
+        return F::conv_transpose1d(x, w, b, stride, padding, output_padding, groups, dilation);
       case 2:
-        return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups,
-                                   dilation);
+        return F::conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation);
       default:
-        return F::conv_transpose3d(x, weight, bias, stride, padding, output_padding, groups,
-                                   dilation);
+        return F::conv_transpose3d(x, w, b, stride, padding, output_padding, groups, dilation);
     }
   }
   switch (dims_) {
     case 1:
-      return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
+      return F::conv1d(x, w, b, stride, padding, dilation, groups);
     case 2:
-      return F::conv2d(x, weight, bias, stride, padding, dilation, groups);
+      return F::conv2d(x, w, b, stride, padding, dilation, groups);
     default:
-      return F::conv3d(x, weight, bias, stride, padding, dilation, groups);
+      return F::conv3d(x, w, b, stride, padding, dilation, groups);
   }
 }
 

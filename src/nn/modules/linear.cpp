@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "amp/autocast_state.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
 #include "kiln/ops/factories.h"
@@ -29,7 +30,13 @@ void LinearImpl::reset_parameters() {
   }
 }
 
-Tensor LinearImpl::forward(const Tensor& x) { return F::linear(x, weight, bias); }
+// Under autocast the module casts its own arguments (kiln::linear checks dtypes first).
+Tensor LinearImpl::forward(const Tensor& x) {
+  if (!kiln::detail::autocast_active()) return F::linear(x, weight, bias);
+  Tensor a = x, w = weight, b = bias;
+  kiln::detail::autocast_args(kiln::detail::AutocastPolicy::Lower, {&a, &w, &b});
+  return F::linear(a, w, b);
+}
 
 std::string LinearImpl::extra_repr() const {
   return "in_features=" + std::to_string(in_features) +
@@ -51,7 +58,10 @@ void BilinearImpl::reset_parameters() {
 }
 
 Tensor BilinearImpl::forward(const Tensor& x1, const Tensor& x2) {
-  return F::bilinear(x1, x2, weight, bias);
+  if (!kiln::detail::autocast_active()) return F::bilinear(x1, x2, weight, bias);
+  Tensor a = x1, c = x2, w = weight, b = bias;
+  kiln::detail::autocast_args(kiln::detail::AutocastPolicy::Lower, {&a, &c, &w, &b});
+  return F::bilinear(a, c, w, b);
 }
 
 std::string BilinearImpl::extra_repr() const {

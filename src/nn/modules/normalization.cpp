@@ -1,6 +1,7 @@
 // LayerNorm, RMSNorm, GroupNorm, BatchNorm*, InstanceNorm*.
 #include "kiln/nn/modules/normalization.h"
 
+#include "amp/autocast_state.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
 #include "kiln/ops/factories.h"
@@ -28,7 +29,14 @@ void LayerNormImpl::reset_parameters() {
   if (weight.defined()) init::ones_(weight);
   if (bias.defined()) init::zeros_(bias);
 }
+// Under autocast the norms run in float32 (PyTorch's list); the modules cast their own
+// arguments because the functional front ends check dtypes first.
 Tensor LayerNormImpl::forward(const Tensor& x) {
+  if (kiln::detail::autocast_active()) {
+    Tensor a = x, w = weight, b = bias;
+    kiln::detail::autocast_args(kiln::detail::AutocastPolicy::Float32, {&a, &w, &b});
+    return F::layer_norm(a, normalized_shape, w, b, eps);
+  }
   return F::layer_norm(x, normalized_shape, weight, bias, eps);
 }
 std::string LayerNormImpl::extra_repr() const {
@@ -45,6 +53,11 @@ void RMSNormImpl::reset_parameters() {
   if (weight.defined()) init::ones_(weight);
 }
 Tensor RMSNormImpl::forward(const Tensor& x) {
+  if (kiln::detail::autocast_active()) {
+    Tensor a = x, w = weight;
+    kiln::detail::autocast_args(kiln::detail::AutocastPolicy::Float32, {&a, &w});
+    return F::rms_norm(a, normalized_shape, w, eps);
+  }
   return F::rms_norm(x, normalized_shape, weight, eps);
 }
 std::string RMSNormImpl::extra_repr() const {
@@ -70,6 +83,11 @@ void GroupNormImpl::reset_parameters() {
   }
 }
 Tensor GroupNormImpl::forward(const Tensor& x) {
+  if (kiln::detail::autocast_active()) {
+    Tensor a = x, w = weight, b = bias;
+    kiln::detail::autocast_args(kiln::detail::AutocastPolicy::Float32, {&a, &w, &b});
+    return F::group_norm(a, num_groups, w, b, eps);
+  }
   return F::group_norm(x, num_groups, weight, bias, eps);
 }
 std::string GroupNormImpl::extra_repr() const {

@@ -78,6 +78,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
                                                    IntArrayRef dilation = 1,
                                                    bool ceil_mode = false);
 // Puts input's values at `indices` of a zero [N, C, output_size] plane (inverse of max_pool2d).
+// With repeated indices the last input element in row-major order wins, as in PyTorch; its
+// gradient goes only to that element (PyTorch gives every repeat the gradient).
 Tensor max_unpool2d(const Tensor& input, const Tensor& indices, IntArrayRef kernel_size,
                     IntArrayRef stride = {}, IntArrayRef padding = 0, IntArrayRef output_size = {});
 Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
@@ -110,16 +112,18 @@ Tensor pixel_unshuffle(const Tensor& input, int64_t downscale_factor);
 // (4-D), "bicubic" (4-D, a = -0.75, borders clamped), "trilinear" (5-D), "area" (adaptive
 // average pooling, 3-D/4-D). align_corners only for the interpolating modes (default false).
 // Separable: each dim is resized by a small interpolation matrix (matmul), so it has gradients.
-// Differs from PyTorch: no antialias option.
+// antialias (bilinear/bicubic on 4-D input, when downsampling) as PyTorch.
 Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size = std::nullopt,
                    std::optional<std::vector<double>> scale_factor = std::nullopt,
                    std::string_view mode = "nearest",
                    std::optional<bool> align_corners = std::nullopt,
-                   std::optional<bool> recompute_scale_factor = std::nullopt);
+                   std::optional<bool> recompute_scale_factor = std::nullopt,
+                   bool antialias = false);
 
-// Samples input [N, C, H, W] at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]) -> [N, C, Ho, Wo].
-// mode "bilinear" | "nearest" (half to even) | "bicubic"; padding_mode "zeros" | "border" |
-// "reflection". Differs from PyTorch: 4-D input only (no volumetric 5-D grid).
+// Samples input [N, C, H, W] at grid [N, Ho, Wo, 2] -> [N, C, Ho, Wo], or [N, C, D, H, W] at
+// grid [N, Do, Ho, Wo, 3] -> [N, C, Do, Ho, Wo]; the grid's last axis is (x, y[, z]) in [-1, 1].
+// mode "bilinear" (trilinear on 5-D) | "nearest" (half to even) | "bicubic" (4-D only);
+// padding_mode "zeros" | "border" | "reflection".
 Tensor grid_sample(const Tensor& input, const Tensor& grid, std::string_view mode = "bilinear",
                    std::string_view padding_mode = "zeros", bool align_corners = false);
 

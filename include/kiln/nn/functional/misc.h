@@ -52,6 +52,22 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                                     std::optional<double> scale = std::nullopt,
                                     bool enable_gqa = false);
 
+// Differs from PyTorch: on a CUDA device, float16/bfloat16 inputs [B, H, T, D] with D in {64, 128,
+// 256} and Dv == D run the fused flash-attention kernels (dropout then draws kiln's own mask);
+// other cases run the composite math path (a case one might expect fused warns once on stderr).
+// kiln::nn::attention_backend() (kiln/nn/attention.h) tells which kernel ran.
+
+// Attention over packed variable-length sequences (flash_attn_varlen_func): query [total_q, Hq,
+// D], key/value [total_k, Hk, D] (Hq % Hk == 0), sequence b taking rows cu_seqlens_q[b] ..
+// cu_seqlens_q[b + 1] (int32 [B + 1], non-decreasing from 0) of query and likewise of key/value;
+// max_seqlen_* bound the lengths. is_causal masks j > i inside each sequence (top-left aligned).
+// Runs the fused op on every device (the CPU kernel computes it exactly); differentiable in
+// query, key and value.
+Tensor varlen_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                        const Tensor& cu_seqlens_q, const Tensor& cu_seqlens_k,
+                        int64_t max_seqlen_q, int64_t max_seqlen_k, double dropout_p = 0.0,
+                        bool is_causal = false, std::optional<double> scale = std::nullopt);
+
 // torch.nn.functional.multi_head_attention_forward for [L, N, E] (or unbatched [L, E]) inputs,
 // packed in_proj weights, no bias_k/bias_v/add_zero_attn. Returns (output, averaged or per-head
 // attention weights; undefined when need_weights = false).

@@ -1,0 +1,85 @@
+// Fused attention benchmark (JSON lines): causal bfloat16 scaled_dot_product_attention, forward
+// and forward+backward TFLOP/s at B16 H12 T1024 D64 and B4 H32 T4096 D128.
+// bench/torch_gpu_attention.py runs the same cases in PyTorch; bench/run_attention_bench.sh both.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "kiln/cuda.h"
+#include "kiln/kiln.h"
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median over 5 batches of the GPU time per call of f (events on the current stream), in ms.
+double gpu_ms(int iters, const std::function<void()>& f) {
+  for (int i = 0; i < 3; ++i) f();
+  kiln::cuda::synchronize();
+  std::vector<double> t;
+  for (int r = 0; r < 5; ++r) {
+    kiln::cuda::Event a(true), b(true);
+    a.record();
+    for (int i = 0; i < iters; ++i) f();
+    b.record();
+    b.synchronize();
+    t.push_back(a.elapsed_time(b) / iters);
+  }
+  return median(t);
+}
+
+}  // namespace
+
+int main() {
+  namespace F = kiln::nn::functional;
+  const kiln::Device gpu(kiln::kCUDA, 0);
+  struct Shape {
+    int64_t b, h, t, d;
+  };
+  for (Shape s : {Shape{16, 12, 1024, 64}, Shape{4, 32, 4096, 128}}) {
+    auto make = [&](uint64_t seed) {
+      kiln::manual_seed(seed);
+      return kiln::randn({s.b, s.h, s.t, s.d}, kiln::TensorOptions(kiln::kFloat32))
+          .to(kiln::kBFloat16)
+          .to(gpu);
+    };
+    kiln::Tensor q = make(1), k = make(2), v = make(3), go = make(4);
+    // Causal: half of the 4 B H T^2 D multiply-adds of the two products (PyTorch's convention);
+    // the backward counts 2.5 times the forward.
+    const double fwd_flops = 4.0 * s.b * s.h * s.t * s.t * s.d / 2;
+    const int iters = s.t >= 4096 ? 5 : 20;
+    char name[64];
+    std::snprintf(name, sizeof name, "b%lld_h%lld_t%lld_d%lld", static_cast<long long>(s.b),
+                  static_cast<long long>(s.h), static_cast<long long>(s.t),
+                  static_cast<long long>(s.d));
+    {
+      kiln::NoGradGuard ng;
+      const double ms =
+          gpu_ms(iters, [&] { F::scaled_dot_product_attention(q, k, v, {}, 0, true); });
+      std::printf(
+          "{\"bench\": \"%s_fwd\", \"impl\": \"kiln\", \"backend\": \"%s\", \"ms\": %.4f, "
+          "\"tflops\": %.1f}\n",
+          name, kiln::nn::attention_backend(), ms, fwd_flops / ms / 1e9);
+      std::fflush(stdout);
+    }
+    kiln::Tensor qg = q.detach().requires_grad_(), kg = k.detach().requires_grad_(),
+                 vg = v.detach().requires_grad_();
+    const double ms = gpu_ms(iters, [&] {
+      kiln::Tensor o = F::scaled_dot_product_attention(qg, kg, vg, {}, 0, true);
+      o.backward(go);
+      qg.mutable_grad() = {};
+      kg.mutable_grad() = {};
+      vg.mutable_grad() = {};
+    });
+    std::printf(
+        "{\"bench\": \"%s_fwdbwd\", \"impl\": \"kiln\", \"backend\": \"%s\", \"ms\": %.4f, "
+        "\"tflops\": %.1f}\n",
+        name, kiln::nn::attention_backend(), ms, 3.5 * fwd_flops / ms / 1e9);
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Fused attention benchmark side by side with PyTorch (bench/gpu_attention.cpp vs
+# bench/torch_gpu_attention.py), with the ratios kiln / torch.
+#
+#   bench/run_attention_bench.sh --build   on the build machine, after scripts/gpu-test --build
+#                                          with the same KILN_GPU_STAGE: links
+#                                          $stage/bin/gpu_attention_bench against
+#                                          $KILN_GPU_BUILD_DIR/libkiln.a (default /work/build-attn)
+#                                          and re-packs $stage/bin.tar.xz (what `carry` takes)
+#   bench/run_attention_bench.sh --run     on the GPU machine: runs both, prints a ratio table
+# KILN_GPU_STAGE (default build-gpu-attn) names the stage folder under the repository root.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+stage_dir="$root/${KILN_GPU_STAGE:-build-gpu-attn}"
+stage="$stage_dir/bin"
+
+case "${1:-}" in
+  --build)
+    build="${KILN_GPU_BUILD_DIR:-/work/build-attn}"
+    mkdir -p "$stage"
+    cache="$build/CMakeCache.txt"
+    libs() { grep -E "^$1:" "$cache" | cut -d= -f2; }
+    cudalib="$(dirname "$(command -v nvcc)")/../lib64"
+    g++ -std=c++20 -O2 -I"$root/include" -I"$root/src" "$root/bench/gpu_attention.cpp" \
+      "$build/libkiln.a" "$cudalib/libcudart_static.a" "$(libs KILN_OPENBLAS_LIB)" \
+      "$(libs KILN_GFORTRAN_LIB)" "$(libs KILN_QUADMATH_LIB)" -fopenmp -ldl -lrt -lpthread \
+      -o "$stage/gpu_attention_bench"
+    strip "$stage/gpu_attention_bench"
+    tar -C "$stage_dir" -cf - bin | xz -T2 -1 >"$stage_dir/bin.tar.xz"
+    ls -la "$stage" "$stage_dir/bin.tar.xz"
+    ;;
+  --run)
+    out="${OUT:-/tmp}"
+    [ -d "$stage" ] || tar -C "$stage_dir" -xJf "$stage_dir/bin.tar.xz"
+    # KILN_BENCH_FWD_WARPS="4 8" also times the forward kernel with each forced block size
+    # (KILN_FLASH_FWD_WARPS, src/kernels/gpu/attention/flash_mma.cuh), one table each.
+    "$stage/gpu_attention_bench" | tee "$out/kiln_attention.jsonl"
+    for w in ${KILN_BENCH_FWD_WARPS:-}; do
+      KILN_FLASH_FWD_WARPS=$w "$stage/gpu_attention_bench" | tee "$out/kiln_attention_w$w.jsonl"
+    done
+    PYTHONUNBUFFERED=1 python3 "$root/bench/torch_gpu_attention.py" | tee "$out/torch_attention.jsonl"
+    for f in "$out"/kiln_attention*.jsonl; do
+      echo "== $(basename "$f")"
+      python3 - "$f" "$out/torch_attention.jsonl" <<'PY'
+import json, sys
+k = {r["bench"]: r for r in map(json.loads, open(sys.argv[1]))}
+t = {r["bench"]: r for r in map(json.loads, open(sys.argv[2]))}
+print(f"{'case':<30} {'kiln TFLOP/s':>13} {'torch TFLOP/s':>14} {'ratio':>7}  kiln backend")
+for name, r in k.items():
+    if name in t:
+        print(f"{name:<30} {r['tflops']:>13.1f} {t[name]['tflops']:>14.1f} "
+              f"{r['tflops'] / t[name]['tflops']:>7.2f}  {r.get('backend', '')}")
+PY
+    done
+    ;;
+  *)
+    echo "usage: $0 --build | --run" >&2
+    exit 2
+    ;;
+esac

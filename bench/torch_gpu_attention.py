@@ -1,0 +1,50 @@
+# PyTorch side of bench/gpu_attention.cpp: causal bf16 F.scaled_dot_product_attention, forward and
+# forward+backward TFLOP/s at B16 H12 T1024 D64 and B4 H32 T4096 D128 (JSON lines).
+import json
+
+import torch
+import torch.nn.functional as F
+
+
+def gpu_ms(iters, f):
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    t = []
+    for _ in range(5):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(iters):
+            f()
+        b.record()
+        b.synchronize()
+        t.append(a.elapsed_time(b) / iters)
+    return sorted(t)[len(t) // 2]
+
+
+def main():
+    for b, h, t, d in [(16, 12, 1024, 64), (4, 32, 4096, 128)]:
+        mk = lambda: torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16)
+        q, k, v, go = mk(), mk(), mk(), mk()
+        fwd_flops = 4.0 * b * h * t * t * d / 2
+        iters = 5 if t >= 4096 else 20
+        name = f"b{b}_h{h}_t{t}_d{d}"
+        with torch.no_grad():
+            ms = gpu_ms(iters, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        print(json.dumps({"bench": name + "_fwd", "impl": "torch", "ms": round(ms, 4),
+                          "tflops": round(fwd_flops / ms / 1e9, 1)}), flush=True)
+        qg, kg, vg = (x.detach().requires_grad_() for x in (q, k, v))
+
+        def step():
+            o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
+            o.backward(go)
+            qg.grad = kg.grad = vg.grad = None
+
+        ms = gpu_ms(iters, step)
+        print(json.dumps({"bench": name + "_fwdbwd", "impl": "torch", "ms": round(ms, 4),
+                          "tflops": round(3.5 * fwd_flops / ms / 1e9, 1)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
