@@ -26,7 +26,9 @@ using detail::FlashParams;
 // domain (ex2.approx). Shared tiles are [64 rows][D / 8 chunks of 16 bytes], chunk c of row r
 // stored at c ^ (r & 7), so the 8 rows an ldmatrix reads fall into 8 different bank groups.
 constexpr int kMmaWarps = 8;
-constexpr int kMmaThreads = kMmaWarps * 32;  // mma.sync is NVIDIA-only: 32-lane warps
+// mma.sync/ldmatrix are NVIDIA instructions over 32-lane warps: this path fixes the width.
+constexpr int kLanes = 32;
+constexpr int kMmaThreads = kMmaWarps * kLanes;
 // Forward: 128 query rows per block, key tiles of 64. Backward: 128 keys per block, query tiles
 // of 64. Each warp owns 16 rows (queries, resp. keys).
 constexpr int kMmaBk = 64;
@@ -150,10 +152,10 @@ constexpr int fwd_min_blocks() {
 }
 
 template <bool kBf16, int kD, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32, (fwd_min_blocks<kD, kWarps>()))
+__global__ void __launch_bounds__(kWarps * kLanes, (fwd_min_blocks<kD, kWarps>()))
     mma_forward_kernel(FlashParams p) {
   constexpr int kChunks = kD / 8;
-  constexpr int kThreads = kWarps * 32, kBq = kWarps * 16;
+  constexpr int kThreads = kWarps * kLanes, kBq = kWarps * 16;
   constexpr int kTileBytes = 64 * kD * 2;
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t sq = smem_addr(smem);
@@ -166,7 +168,7 @@ __global__ void __launch_bounds__(kWarps * 32, (fwd_min_blocks<kD, kWarps>()))
   const int64_t i0 = static_cast<int64_t>(gridDim.z - 1 - blockIdx.z) * kBq;
   if (i0 >= lq) return;
   const int hk = h / (p.hq / p.hk);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const int g = lane >> 2, tq = lane & 3;
   const uint16_t* q = static_cast<const uint16_t*>(p.q) + p.q_row0(b) + h * p.q_sh;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + p.k_row0(b) + hk * p.k_sh;
@@ -366,7 +368,7 @@ void mma_forward_launch(const FlashParams& p, gpuStream_t stream) {
   (void)attr_set;
   const dim3 grid(static_cast<unsigned>(p.hq), static_cast<unsigned>(p.b),
                   static_cast<unsigned>((p.tq + kBq - 1) / kBq));
-  mma_forward_kernel<kBf16, kD, kWarps><<<grid, kWarps * 32, kSmem, stream>>>(p);
+  mma_forward_kernel<kBf16, kD, kWarps><<<grid, kWarps * kLanes, kSmem, stream>>>(p);
 }
 
 template <class T>
@@ -411,7 +413,7 @@ __global__ void __launch_bounds__(kMmaThreads) mma_backward_kv_kernel(FlashParam
   const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kBwdBk;
   if (j0 >= lk) return;
   const int hk = h / (p.hq / p.hk);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const int g = lane >> 2, tq = lane & 3, mi = lane >> 3;
   const int64_t qoff = p.q_row0(b) + h * p.q_sh;
   const uint16_t* q = static_cast<const uint16_t*>(p.q) + qoff;
