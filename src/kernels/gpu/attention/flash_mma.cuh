@@ -152,7 +152,7 @@ constexpr int fwd_min_blocks() {
 }
 
 template <bool kBf16, int kD, int kWarps>
-__global__ void __launch_bounds__(kWarps * kLanes, (fwd_min_blocks<kD, kWarps>()))
+__global__ void __launch_bounds__(kWarps* kLanes, (fwd_min_blocks<kD, kWarps>()))
     mma_forward_kernel(FlashParams p) {
   constexpr int kChunks = kD / 8;
   constexpr int kThreads = kWarps * kLanes, kBq = kWarps * 16;
