@@ -3,6 +3,8 @@
 // per-chunk column partial sums plus a second pass over the chunks (deterministic, no atomics).
 #include "kernels/gpu/nn_common.cuh"
 
+#include <algorithm>
+
 namespace kiln::gpu {
 namespace {
 
@@ -167,6 +169,87 @@ __global__ void __launch_bounds__(kWarpBlock, VPT <= 3 ? 8 : 6)
   if (t == 0) {
     if (center) mean_out[row] = mean;
     rstd_out[row] = rstd;
+  }
+}
+
+// Note [Persistent layer_norm forward]
+// -------------------------------------
+// For rows of one warp (tpr == warp width) with 16-byte vectors, a grid of one wave of blocks
+// walks the rows: each warp loads its next row before it reduces and writes the current one, so
+// twice the bytes are in flight per warp and no block pays a launch ramp. The arithmetic is that
+// of norm_fwd_warp_kernel, in the same order: the results are bitwise identical.
+inline constexpr int kPersistBlocks = 6;
+
+template <class T, int VPT>
+__global__ void __launch_bounds__(kWarpBlock, kPersistBlocks)
+    norm_fwd_persistent_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                               const T* __restrict__ b, T* __restrict__ y, acc_t<T>* mean_out,
+                               acc_t<T>* rstd_out, int64_t rows, int64_t n, bool center,
+                               acc_t<T> eps) {
+  using A = acc_t<T>;
+  constexpr int V = vec_width<T>();
+  using VecT = Vec<T, V>;
+  const int ws = warp_size();
+  const int t = static_cast<int>(threadIdx.x) % ws;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kWarpBlock / ws);
+  int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarpBlock / ws) + threadIdx.x / ws;
+  auto load = [&](int64_t r, VecT* buf) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int64_t i0 = (static_cast<int64_t>(k) * ws + t) * V;
+      if (i0 < n) buf[k] = *reinterpret_cast<const VecT*>(x + r * n + i0);
+    }
+  };
+  VecT cur[VPT], nxt[VPT];
+  if (row < rows) load(row, cur);
+  for (; row < rows; row += warps) {
+    if (row + warps < rows) load(row + warps, nxt);
+    // The row stays packed in `cur` (registers for two rows); each use converts again.
+    auto val = [&](int k, int j) {
+      return (static_cast<int64_t>(k) * ws + t) * V < n ? ld<A>(cur[k].v[j]) : A(0);
+    };
+    A mean = 0;
+    if (center) {
+      A s = 0;
+#pragma unroll
+      for (int k = 0; k < VPT; ++k)
+#pragma unroll
+        for (int j = 0; j < V; ++j) s += val(k, j);
+      for (int o = ws / 2; o > 0; o /= 2) s += warp_shfl_xor(s, o);
+      mean = s / static_cast<A>(n);
+    }
+    A q = 0;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const A d = (static_cast<int64_t>(k) * ws + t) * V < n ? val(k, j) - mean : A(0);
+        q += d * d;
+      }
+    for (int o = ws / 2; o > 0; o /= 2) q += warp_shfl_xor(q, o);
+    const A rstd = A(1) / dsqrt(q / static_cast<A>(n) + eps);
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int64_t i0 = (static_cast<int64_t>(k) * ws + t) * V;
+      if (i0 >= n) continue;
+      VecT wv, bv, o;
+      if (w) wv = *reinterpret_cast<const VecT*>(w + i0);
+      if (b) bv = *reinterpret_cast<const VecT*>(b + i0);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        A r = (ld<A>(cur[k].v[j]) - mean) * rstd;
+        if (w) r *= ld<A>(wv.v[j]);
+        if (b) r += ld<A>(bv.v[j]);
+        o.v[j] = st<T>(r);
+      }
+      *reinterpret_cast<VecT*>(y + row * n + i0) = o;
+    }
+    if (t == 0) {
+      if (center) mean_out[row] = mean;
+      rstd_out[row] = rstd;
+    }
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) cur[k] = nxt[k];
   }
 }
 
@@ -363,7 +446,21 @@ void norm_op(OpCall& c) {
 #define KILN_NORM_FWD(VPT) \
   norm_fwd_kernel<T, VPT>  \
       <<<blocks, g.threads, 0, s>>>(xp, w, b, y, mean, rstd, rows, n, g.tpr, g.vec, kCenter, eps)
-    if (g.vpt > 0 && g.tpr <= ws) {
+    if (g.vpt > 0 && g.vpt <= 3 && g.tpr == ws && g.vec) {
+      // One wave: __launch_bounds__ guarantees kPersistBlocks blocks per multiprocessor.
+      const unsigned grid = std::min<unsigned>(
+          blocks, static_cast<unsigned>(kPersistBlocks * device_info(dev).multi_processor_count));
+#define KILN_NORM_FWD_PERSIST(VPT)   \
+  norm_fwd_persistent_kernel<T, VPT> \
+      <<<grid, kWarpBlock, 0, s>>>(xp, w, b, y, mean, rstd, rows, n, kCenter, eps)
+      if (g.vpt == 1)
+        KILN_NORM_FWD_PERSIST(1);
+      else if (g.vpt == 2)
+        KILN_NORM_FWD_PERSIST(2);
+      else
+        KILN_NORM_FWD_PERSIST(3);
+#undef KILN_NORM_FWD_PERSIST
+    } else if (g.vpt > 0 && g.tpr <= ws) {
       switch (g.vpt) {
         case 1:
           KILN_NORM_FWD_WARP(1);
