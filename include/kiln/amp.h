@@ -66,8 +66,11 @@ int64_t autocast_cache_size();
 // update() backs the scale off (x backoff_factor) after an overflow or grows it
 // (x growth_factor) after growth_interval clean steps. Works with every kiln optimizer (it only
 // reads param_groups() and the gradients). Disabled: scale/step/update pass through.
+// The unscale and inf/NaN check of each device's gradients is one multi-tensor kernel; with an
+// optimizer whose step is fused (Optimizer::supports_grad_scale), step() only checks and the
+// fused update divides by the scale itself, as PyTorch does.
 // Differs from PyTorch: the scale is a host double, and the inf/NaN check costs one device
-// synchronization per step.
+// synchronization per step (per device).
 class GradScaler {
  public:
   explicit GradScaler(double init_scale = 65536.0, double growth_factor = 2.0,
@@ -108,7 +111,7 @@ class GradScaler {
     Stage stage = Stage::Ready;
     bool found_inf = false;
   };
-  bool found_inf_in(optim::Optimizer& optimizer);
+  bool found_inf_in(optim::Optimizer& optimizer, bool unscale);
 
   double scale_, growth_factor_, backoff_factor_;
   int64_t growth_interval_, growth_tracker_ = 0;

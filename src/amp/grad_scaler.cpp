@@ -1,10 +1,12 @@
 // kiln::amp::GradScaler: dynamic loss scaling (torch.amp.GradScaler) over any kiln optimizer.
+#include <algorithm>
 #include <cmath>
 
 #include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "kiln/optim/optimizer.h"
+#include "optim/multi_tensor.h"
 
 namespace kiln::amp {
 
@@ -40,30 +42,44 @@ std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) {
 }
 
 // Unscales every gradient in place (multiplying by the float32 reciprocal of the scale, as
-// PyTorch's _amp_foreach_non_finite_check_and_unscale_) and reports whether one is inf/NaN.
-// One flag per device is accumulated on that device; one host read per device at the end.
-bool GradScaler::found_inf_in(optim::Optimizer& optimizer) {
+// PyTorch's _amp_foreach_non_finite_check_and_unscale_) and reports whether one is inf/NaN; with
+// unscale = false it only checks. The gradients of each device go through one multi-tensor
+// kernel that also raises that device's flag; one host read per device at the end. Gradients the
+// multi-tensor kernels do not take (float8, devices without them) use isfinite/any/mul.
+bool GradScaler::found_inf_in(optim::Optimizer& optimizer, bool unscale) {
   NoGradGuard ng;
-  const double inv = static_cast<double>(static_cast<float>(1.0 / scale_));
-  std::vector<Tensor> flags;  // one bool tensor per device
+  const double inv = unscale ? static_cast<double>(static_cast<float>(1.0 / scale_)) : 1.0;
+  std::vector<std::pair<Device, std::vector<Tensor>>> lists;  // multi-tensor, per device
+  std::vector<Tensor> flags;                                  // one float32 [1] per device
+  auto flag_of = [&](Device d) -> Tensor& {
+    for (Tensor& f : flags)
+      if (f.device() == d) return f;
+    flags.push_back(zeros({1}, TensorOptions(kFloat32).device(d)));
+    return flags.back();
+  };
   for (auto& group : optimizer.param_groups())
     for (Tensor& p : group.params) {
       Tensor g = p.grad();
       if (!g.defined()) continue;
       KILN_CHECK(is_floating_point(g.dtype()), "[GradScaler.unscale_] gradient of dtype ",
                  dtype_name(g.dtype()), " is not floating point");
-      Tensor bad = g.isfinite().logical_not().any();
-      bool merged = false;
-      for (Tensor& f : flags)
-        if (f.device() == bad.device()) {
-          f = f.logical_or(bad);
-          merged = true;
+      if (detail::foreach_supported(g)) {
+        auto it = std::find_if(lists.begin(), lists.end(),
+                               [&](const auto& l) { return l.first == g.device(); });
+        if (it == lists.end()) {
+          lists.emplace_back(g.device(), std::vector<Tensor>{});
+          it = lists.end() - 1;
         }
-      if (!merged) flags.push_back(bad);
-      g.mul_(inv);
+        it->second.push_back(g);
+        continue;
+      }
+      Tensor& f = flag_of(g.device());
+      f = f.maximum(g.isfinite().logical_not().any().to(kFloat32).reshape({1}));
+      if (unscale) g.mul_(inv);
     }
+  for (auto& [dev, list] : lists) detail::foreach_unscale_check(list, inv, flag_of(dev));
   bool found = false;
-  for (const Tensor& f : flags) found |= f.item<bool>();
+  for (const Tensor& f : flags) found |= f.item<float>() != 0.0f;
   return found;
 }
 
@@ -75,7 +91,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
              "the last update().");
   KILN_CHECK(st.stage != Stage::Stepped,
              "[GradScaler.unscale_] unscale_() is being called after step().");
-  st.found_inf = found_inf_in(optimizer);
+  st.found_inf = found_inf_in(optimizer, /*unscale=*/true);
   st.stage = Stage::Unscaled;
 }
 
@@ -87,6 +103,14 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   PerOptimizer& st = per_optimizer_[&optimizer];
   KILN_CHECK(st.stage != Stage::Stepped,
              "[GradScaler.step] step() has already been called since the last update().");
+  if (st.stage == Stage::Ready && optimizer.supports_grad_scale()) {
+    // A fused step unscales the gradients itself (PyTorch's grad_scale argument): only check.
+    st.found_inf = found_inf_in(optimizer, /*unscale=*/false);
+    st.stage = Stage::Stepped;
+    if (st.found_inf) return false;
+    optimizer.step_with_grad_scale(static_cast<double>(static_cast<float>(1.0 / scale_)));
+    return true;
+  }
   if (st.stage == Stage::Ready) unscale_(optimizer);
   st.stage = Stage::Stepped;
   if (st.found_inf) return false;

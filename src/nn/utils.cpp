@@ -8,6 +8,7 @@
 #include "kiln/ops/shape.h"
 #include "nn/flat.h"
 #include "nn/grad_scope.h"
+#include "optim/multi_tensor.h"
 
 namespace kiln::nn::utils {
 
@@ -24,16 +25,26 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   const TensorOptions o = grads[0].options();
   const Device dev = grads[0].device();
   const DType dt = grads[0].dtype();
-  std::vector<Tensor> norms;
+  bool multi = norm_type > 0;  // the multi-tensor kernels take norm_type > 0 and inf
   for (auto& g : grads) {
     KILN_CHECK(g.device() == dev, "[clip_grad_norm_] gradients on different devices: ", dev,
                " and ", g.device());
-    Tensor n = g.numel() == 0 ? kiln::zeros({}, o)
-               : inf          ? g.abs().amax()
-                              : g.norm(Scalar(norm_type));
-    norms.push_back(n.to(dt));
+    multi = multi && kiln::detail::foreach_supported(g);
   }
-  Tensor stacked = kiln::stack(norms);
+  Tensor stacked;
+  if (multi) {
+    // One multi-tensor pass for the per-gradient norms (PyTorch's _foreach_norm).
+    stacked = kiln::detail::foreach_norms(grads, norm_type).to(dt);
+  } else {
+    std::vector<Tensor> norms;
+    for (auto& g : grads) {
+      Tensor n = g.numel() == 0 ? kiln::zeros({}, o)
+                 : inf          ? g.abs().amax()
+                                : g.norm(Scalar(norm_type));
+      norms.push_back(n.to(dt));
+    }
+    stacked = kiln::stack(norms);
+  }
   Tensor total = inf ? stacked.amax() : stacked.norm(Scalar(norm_type));
   if (error_if_nonfinite) {
     const double t = total.item<double>();
@@ -44,7 +55,11 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   }
   // min(max_norm / (total + 1e-6), 1); NaN propagates (a NaN total makes the gradients NaN).
   Tensor coef = total.add(1e-6).reciprocal().mul(max_norm).clamp_max(Scalar(1.0));
-  for (auto& g : grads) g.mul_(coef.to(g.dtype()));
+  if (multi) {
+    kiln::detail::foreach_scale(grads, coef);  // one multi-tensor pass
+  } else {
+    for (auto& g : grads) g.mul_(coef.to(g.dtype()));
+  }
   return total;
 }
 

@@ -1,8 +1,11 @@
-// Adam, AdamW, Adamax, NAdam, RAdam updates (PyTorch's single-tensor algorithms).
+// Adam, AdamW, Adamax, NAdam, RAdam updates (PyTorch's single-tensor algorithms); Adam/AdamW also
+// fused (multi-tensor kernels) and with float32 master weights (Note [Fused optimizer steps]).
 #include "kiln/optim/adam.h"
 
 #include <cmath>
+#include <map>
 
+#include "optim/multi_tensor.h"
 #include "optim/optim_util.h"
 
 namespace kiln::optim {
@@ -17,6 +20,44 @@ void check_adam_like(const OptimizerOptions& o, const char* name) {
              "] invalid beta parameter at index 1: ", o.get("beta2"));
   KILN_CHECK(o.get("weight_decay") >= 0, "[", name,
              "] invalid weight_decay value: ", o.get("weight_decay"));
+}
+
+void fused_adam_group(Optimizer& opt, ParamGroup& group, bool decoupled, double inv_scale) {
+  const auto& o = group.options;
+  const char* name = opt.name().c_str();
+  std::vector<Tensor> ps = impl::fused_params(group, name);
+  const double lr = o.lr(), b1 = o.get("beta1"), b2 = o.get("beta2");
+  const bool amsgrad = o.get("amsgrad") != 0;
+  std::map<std::pair<DType, bool>, detail::FusedAdamArgs> batches;
+  for (const Tensor& p : ps) {
+    ParamState& st = opt.state(p);
+    const bool master = impl::uses_master(o, p);
+    detail::FusedAdamArgs& b = batches[{p.dtype(), master}];
+    const Tensor w = master ? impl::master_of(st, p) : p;
+    st.step += 1;
+    // Bias corrections of this parameter's own step count, in double on the host.
+    const double t = static_cast<double>(st.step);
+    b.neg_step.push_back(-lr / (1 - std::pow(b1, t)));
+    b.bc2_sqrt.push_back(std::sqrt(1 - std::pow(b2, t)));
+    b.params.push_back(p);
+    b.grads.push_back(p.grad());
+    if (master) b.masters.push_back(w);
+    b.exp_avgs.push_back(impl::zeros_state(st, "exp_avg", w));
+    b.exp_avg_sqs.push_back(impl::zeros_state(st, "exp_avg_sq", w));
+    if (amsgrad) b.max_exp_avg_sqs.push_back(impl::zeros_state(st, "max_exp_avg_sq", w));
+  }
+  for (auto& [key, b] : batches) {
+    b.lr = lr;
+    b.beta1 = b1;
+    b.beta2 = b2;
+    b.eps = o.get("eps");
+    b.weight_decay = o.get("weight_decay");
+    b.decoupled = decoupled;
+    b.amsgrad = amsgrad;
+    b.maximize = o.get("maximize") != 0;
+    b.inv_grad_scale = inv_scale;
+    detail::foreach_fused_adam(b);
+  }
 }
 
 // m = lerp(m, g, 1 - b1); v = b2 v + (1 - b2) g^2.
@@ -41,28 +82,38 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults)
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults)
     : Adam(std::move(groups), std::move(defaults), "AdamW", true) {}
 
+bool Adam::supports_grad_scale() const {
+  for (auto& g : param_groups())
+    if (g.options.get("fused") == 0) return false;
+  return true;
+}
+
 void Adam::step_group(ParamGroup& group) {
   const auto& o = group.options;
   const double lr = o.lr(), b1 = o.get("beta1"), b2 = o.get("beta2"), eps = o.get("eps");
   const double wd = o.get("weight_decay");
   const bool amsgrad = o.get("amsgrad") != 0, maximize = o.get("maximize") != 0;
+  if (o.get("fused") != 0) return fused_adam_group(*this, group, decoupled_, inv_grad_scale_);
   for (auto& p : group.params) {
     if (!p.grad().defined()) continue;
     ParamState& st = state(p);
-    Tensor g = impl::effective_grad(p, maximize, decoupled_ ? 0.0 : wd);
-    if (decoupled_ && wd != 0) p.mul_(1 - lr * wd);
+    const bool master = impl::uses_master(o, p);
+    Tensor w = master ? impl::master_of(st, p) : p;
+    Tensor g = impl::effective_grad(w, p.grad(), maximize, decoupled_ ? 0.0 : wd);
+    if (decoupled_ && wd != 0) w.mul_(1 - lr * wd);
     st.step += 1;
-    update_moments(st, p, g, b1, b2);
+    update_moments(st, w, g, b1, b2);
     const double t = static_cast<double>(st.step);
     const double bc1 = 1 - std::pow(b1, t), bc2_sqrt = std::sqrt(1 - std::pow(b2, t));
     Tensor v = st["exp_avg_sq"];
     if (amsgrad) {
-      Tensor& vmax = impl::zeros_state(st, "max_exp_avg_sq", p);
+      Tensor& vmax = impl::zeros_state(st, "max_exp_avg_sq", w);
       vmax.copy_(vmax.maximum(v));
       v = vmax;
     }
     Tensor denom = v.sqrt().div_(bc2_sqrt).add_(eps);
-    p.addcdiv_(st["exp_avg"], denom, -lr / bc1);
+    w.addcdiv_(st["exp_avg"], denom, -lr / bc1);
+    if (master) p.copy_(w);
   }
 }
 

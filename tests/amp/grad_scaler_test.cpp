@@ -173,5 +173,52 @@ TEST(GradScaler, MatchesUnscaledStepsForEveryOptimizer) {
   }
 }
 
+// 50 gradients of two dtypes, an inf in the 37th: one multi-tensor check skips the step for
+// plain and fused optimizers alike; clean steps afterwards (unscale_ + step, and step alone,
+// where a fused optimizer divides by the scale itself) match a twin given unscaled gradients.
+TEST(GradScaler, InjectedInfIn37thOf50GradientsPlainAndFused) {
+  for (bool fused : {false, true}) {
+    std::vector<Tensor> ps, twin;
+    manual_seed(8);
+    for (int i = 0; i < 50; ++i) {
+      Tensor p = randn({1 + 97 * (i % 5)}, TensorOptions(i % 4 == 0 ? kBFloat16 : kFloat32));
+      ps.push_back(p.clone().requires_grad_(true));
+      twin.push_back(p.clone().requires_grad_(true));
+    }
+    optim::Adam opt(ps, optim::AdamOptions(1e-2).fused(fused));
+    optim::Adam ot(twin, optim::AdamOptions(1e-2).fused(fused));
+    EXPECT_EQ(opt.supports_grad_scale(), fused);
+    amp::GradScaler s(4096.0, 2.0, 0.5, 100);
+    std::vector<Tensor> grads, before;
+    for (auto& p : ps) {
+      grads.push_back(randn(p.sizes(), TensorOptions(p.dtype())));
+      before.push_back(p.detach().clone());
+      p.mutable_grad() = grads.back() * 4096.0;
+    }
+    ps[36].mutable_grad().narrow(0, 0, 1).fill_(std::numeric_limits<double>::infinity());
+    EXPECT_FALSE(s.step(opt));
+    s.update();
+    EXPECT_EQ(s.get_scale(), 2048.0);
+    for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(vals(ps[i]), vals(before[i])) << i;
+    for (int round = 0; round < 2; ++round) {
+      for (size_t i = 0; i < ps.size(); ++i) {
+        ps[i].mutable_grad() = grads[i] * s.get_scale();
+        twin[i].mutable_grad() = grads[i].clone();
+      }
+      if (round == 0) {
+        s.unscale_(opt);
+        for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(vals(ps[i].grad()), vals(grads[i]));
+      }
+      EXPECT_TRUE(s.step(opt));
+      s.update();
+      ot.step();
+      for (size_t i = 0; i < ps.size(); ++i) {
+        EXPECT_EQ(vals(ps[i].grad()), vals(grads[i])) << "unscaled in place, " << i;
+        EXPECT_EQ(vals(ps[i]), vals(twin[i])) << "fused " << fused << " round " << round;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

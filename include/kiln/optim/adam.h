@@ -9,8 +9,9 @@ namespace kiln::optim {
 
 struct AdamOptions : OptimizerOptions {
   explicit AdamOptions(double lr = 1e-3) {
-    values_ = {{"lr", lr},          {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8},
-               {"weight_decay", 0}, {"amsgrad", 0}, {"maximize", 0}};
+    values_ = {{"lr", lr},      {"beta1", 0.9},      {"beta2", 0.999},
+               {"eps", 1e-8},   {"weight_decay", 0}, {"amsgrad", 0},
+               {"maximize", 0}, {"fused", 0},        {"master_weights", 0}};
   }
   KILN_OPTIM_OPTION(AdamOptions, lr)
   KILN_OPTIM_BETAS(AdamOptions)
@@ -18,14 +19,17 @@ struct AdamOptions : OptimizerOptions {
   KILN_OPTIM_OPTION(AdamOptions, weight_decay)
   KILN_OPTIM_OPTION(AdamOptions, amsgrad)   // 0/1
   KILN_OPTIM_OPTION(AdamOptions, maximize)  // 0/1
+  // Note [Fused optimizer steps] (kiln/optim/optimizer.h).
+  KILN_OPTIM_OPTION(AdamOptions, fused)           // 0/1
+  KILN_OPTIM_OPTION(AdamOptions, master_weights)  // 0/1
 };
 
 // AdamW's options: Adam's with weight_decay 1e-2 by default.
 struct AdamWOptions : OptimizerOptions {
   explicit AdamWOptions(double lr = 1e-3) {
-    values_ = {{"lr", lr},     {"beta1", 0.9},         {"beta2", 0.999},
-               {"eps", 1e-8},  {"weight_decay", 1e-2}, {"amsgrad", 0},
-               {"maximize", 0}};
+    values_ = {{"lr", lr},      {"beta1", 0.9},         {"beta2", 0.999},
+               {"eps", 1e-8},   {"weight_decay", 1e-2}, {"amsgrad", 0},
+               {"maximize", 0}, {"fused", 0},           {"master_weights", 0}};
   }
   KILN_OPTIM_OPTION(AdamWOptions, lr)
   KILN_OPTIM_BETAS(AdamWOptions)
@@ -33,16 +37,20 @@ struct AdamWOptions : OptimizerOptions {
   KILN_OPTIM_OPTION(AdamWOptions, weight_decay)
   KILN_OPTIM_OPTION(AdamWOptions, amsgrad)
   KILN_OPTIM_OPTION(AdamWOptions, maximize)
+  KILN_OPTIM_OPTION(AdamWOptions, fused)           // 0/1
+  KILN_OPTIM_OPTION(AdamWOptions, master_weights)  // 0/1
 };
 
 // t += 1; g (+= wd * p for Adam; p *= 1 - lr * wd for AdamW); m = lerp(m, g, 1 - b1);
 // v = b2 * v + (1 - b2) g^2; (amsgrad: vmax = max(vmax, v), used instead of v);
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+// fused / master_weights: Note [Fused optimizer steps] in kiln/optim/optimizer.h.
 class Adam : public Optimizer {
  public:
   Adam(std::vector<ParamGroup> groups, AdamOptions defaults = AdamOptions());
   Adam(std::vector<Tensor> params, AdamOptions defaults = AdamOptions())
       : Adam(std::vector<ParamGroup>{ParamGroup(std::move(params))}, std::move(defaults)) {}
+  bool supports_grad_scale() const override;
 
  protected:
   Adam(std::vector<ParamGroup> groups, OptimizerOptions defaults, std::string name, bool decoupled);

@@ -70,6 +70,22 @@ struct OptimizerStateDict {
   std::vector<Group> param_groups;
 };
 
+// Note [Fused optimizer steps]
+// ----------------------------
+// SGD, Adam and AdamW take two more options (0/1, default 0):
+// - fused: each group's update runs as multi-tensor kernels (PyTorch's fused=True): one launch
+//   updates many parameters, with their state, in one pass over memory; hyper-parameters and
+//   the bias corrections of each parameter's own step count are computed on the host in double.
+//   Every parameter with a gradient must be on one device (a GPU, or the CPU where the same
+//   update runs as plain loops), with dtype float16, bfloat16, float32 or float64 and a gradient
+//   of the same dtype; anything else is a kiln::Error before anything changes. Results equal the
+//   unfused step up to rounding (the fused step rounds once per element, not once per op).
+// - master_weights: a float16/bfloat16 parameter gets a float32 copy in its state
+//   ("master_param", saved by state_dict); the update (and the optimizer's moment buffers, also
+//   float32) works on that copy and writes its rounding to the parameter, so small updates are
+//   not lost to the 16-bit rounding. The copy is authoritative: a value written into the
+//   parameter outside the optimizer is replaced at its next step (load the optimizer state, or
+//   make a new optimizer, after changing weights). Other dtypes ignore the option.
 class Optimizer {
  public:
   using Closure = std::function<Tensor()>;
@@ -94,6 +110,13 @@ class Optimizer {
   // tensor. Updates run in place under no-grad.
   virtual Tensor step(const Closure& closure = nullptr);
 
+  // For amp::GradScaler (PyTorch's _step_supports_amp_scaling): true when step() can divide the
+  // gradients by the loss scale itself (every group fused). step_with_grad_scale(inv_scale)
+  // then runs step() with each gradient multiplied by inv_scale inside the update, and the
+  // unscaled gradients written back, as PyTorch's fused steps do.
+  virtual bool supports_grad_scale() const { return false; }
+  void step_with_grad_scale(double inv_scale);
+
   // The state of one parameter (created empty on first use).
   ParamState& state(const Tensor& param);
   bool has_state(const Tensor& param) const;
@@ -107,6 +130,8 @@ class Optimizer {
  protected:
   // The update of one group; called by step() under no-grad.
   virtual void step_group(ParamGroup& group) = 0;
+  // 1 except inside step_with_grad_scale (read by fused steps only).
+  double inv_grad_scale_ = 1.0;
 
  private:
   std::string name_;

@@ -15,6 +15,7 @@ void register_shape_kernels(detail::KernelRegistry& r);
 void register_scan_kernels(detail::KernelRegistry& r);
 void register_nn_kernels(detail::KernelRegistry& r);
 void register_attention_kernels(detail::KernelRegistry& r);
+void register_foreach_kernels(detail::KernelRegistry& r);  // multi-tensor kernels (optim)
 }  // namespace kiln::cpu
 
 namespace kiln::detail {
@@ -33,6 +34,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_scan_kernels(r);
   cpu::register_nn_kernels(r);
   cpu::register_attention_kernels(r);
+  cpu::register_foreach_kernels(r);
 }
 
 }  // namespace kiln::detail

@@ -21,6 +21,7 @@ void register_sort_kernels(KernelRegistry& r);         // sort_kernels.cu
 void register_nn_kernels(KernelRegistry& r);           // nn_kernels.cu
 void register_conv_kernels(KernelRegistry& r);         // conv_kernels.cu
 void register_attention_kernels(KernelRegistry& r);    // attention/attention_kernels.cu
+void register_foreach_kernels(KernelRegistry& r);      // foreach_kernels.cu (optim)
 
 void register_op_kernels(KernelRegistry& r) {
   register_unary_math_kernels(r);
@@ -37,6 +38,7 @@ void register_op_kernels(KernelRegistry& r) {
   register_nn_kernels(r);
   register_conv_kernels(r);
   register_attention_kernels(r);
+  register_foreach_kernels(r);
   r.set(OpId::Bmm, kCUDA, &bmm_kernel);  // backend/gpu/blas.cu
 }
 
