@@ -7,28 +7,15 @@
 #include <functional>
 #include <vector>
 
+#include "gpu_timing.h"
 #include "kiln/cuda.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/gpu_settings.h"
 
 namespace {
 
-// Median over 9 batches of the GPU time per call of f (events on the current stream), in ms.
-double gpu_ms(int iters, const std::function<void()>& f) {
-  for (int i = 0; i < 5; ++i) f();  // warm-up: algorithm choice, workspace, clocks
-  kiln::cuda::synchronize();
-  std::vector<double> t;
-  for (int r = 0; r < 9; ++r) {
-    kiln::cuda::Event a(true), b(true);
-    a.record();
-    for (int i = 0; i < iters; ++i) f();
-    b.record();
-    b.synchronize();
-    t.push_back(a.elapsed_time(b) / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+// Median over 9 batches after 5 warm-up calls (algorithm choice, workspace, clocks), in ms.
+double gpu_ms(int iters, const std::function<void()>& f) { return bench::gpu_ms(iters, f, 5, 9); }
 
 void emit(const char* name, double ms, double tflops) {
   std::printf("{\"bench\": \"%s\", \"impl\": \"kiln\", \"ms\": %.5f, \"TFLOP/s\": %.2f}\n", name,

@@ -12,6 +12,7 @@
 #include <functional>
 #include <vector>
 
+#include "gpu_timing.h"
 #include "kiln/cuda.h"
 #include "kiln/kiln.h"
 #include "kiln/nn/functional.h"
@@ -20,54 +21,15 @@
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Host time per call of the last gpu_ms (median wall time of the enqueue loops, in us). When it
-// is close to the event time, the event figure is host-bound, not a kernel figure.
-double g_host_us = 0;
-
-// Median over 7 batches of the GPU time per call of f (events on the current stream), in ms.
-double gpu_ms(int iters, const std::function<void()>& f) {
-  for (int i = 0; i < 3; ++i) f();  // warm-up: algorithm choice, allocator, module load
-  kiln::cuda::synchronize();
-  std::vector<double> t, h;
-  for (int r = 0; r < 7; ++r) {
-    kiln::cuda::Event a(true), b(true);
-    a.record();
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) f();
-    auto t1 = std::chrono::steady_clock::now();
-    b.record();
-    b.synchronize();
-    t.push_back(a.elapsed_time(b) / iters);
-    h.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / iters);
-  }
-  g_host_us = median(h);
-  return median(t);
-}
+using bench::g_host_us;
+using bench::gpu_ms;
+using bench::graph_ms;
 
 void emit(const char* name, double ms, const char* unit, double value) {
   std::printf(
       "{\"bench\": \"%s\", \"impl\": \"kiln\", \"ms\": %.5f, \"%s\": %.2f, \"host_us\": %.2f}\n",
       name, ms, unit, value, g_host_us);
   std::fflush(stdout);
-}
-
-// Kernel time per call of f: `per` calls captured once in a CUDA graph, the graph replayed
-// (no host work per call beyond the replay), in ms. host_us is the replay's host time / per.
-double graph_ms(int per, const std::function<void()>& f) {
-  for (int i = 0; i < 3; ++i) f();
-  kiln::cuda::synchronize();
-  kiln::cuda::CUDAGraph g;
-  kiln::cuda::graph(g, [&] {
-    for (int i = 0; i < per; ++i) f();
-  });
-  const double ms = gpu_ms(5, [&] { g.replay(); }) / per;
-  g_host_us /= per;
-  return ms;
 }
 
 // Random values (generated on the CPU: the GPU random kernels are not there yet) on the GPU.
@@ -179,7 +141,7 @@ int main() {
       kiln::cuda::synchronize();
       t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 20000);
     }
-    double us = median(t);
+    double us = bench::median(t);
     std::printf("{\"bench\": \"add_1elem_host_us\", \"impl\": \"kiln\", \"us\": %.3f}\n", us);
   }
   {

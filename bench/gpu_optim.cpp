@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpu_timing.h"
 #include "kiln/amp.h"
 #include "kiln/cuda.h"
 #include "kiln/kiln.h"
@@ -20,31 +21,8 @@ namespace {
 
 using namespace kiln;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median over 5 batches of the GPU time per call of f (events), in ms; host time per call in us.
-double g_host_us = 0;
-double gpu_ms(int iters, const std::function<void()>& f) {
-  for (int i = 0; i < 2; ++i) f();
-  cuda::synchronize();
-  std::vector<double> t, h;
-  for (int r = 0; r < 5; ++r) {
-    cuda::Event a(true), b(true);
-    a.record();
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) f();
-    auto t1 = std::chrono::steady_clock::now();
-    b.record();
-    b.synchronize();
-    t.push_back(a.elapsed_time(b) / iters);
-    h.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / iters);
-  }
-  g_host_us = median(h);
-  return median(t);
-}
+// Median over 5 batches after 2 warm-up calls, in ms (bench/gpu_timing.h).
+double gpu_ms(int iters, const std::function<void()>& f) { return bench::gpu_ms(iters, f, 2, 5); }
 
 // GPT-2 small (tied embeddings): wte, wpe, 12 blocks, ln_f.
 std::vector<std::vector<int64_t>> gpt2_shapes() {
@@ -91,7 +69,7 @@ void report(const char* name, const std::vector<Tensor>& ps, double bytes_per_el
   std::printf(
       "{\"bench\": \"gpu_optim\", \"case\": \"%s\", \"tensors\": %zu, \"elements\": %.0f, "
       "\"ms\": %.4f, \"GBps\": %.1f, \"host_us\": %.1f}\n",
-      name, ps.size(), n, ms, n * bytes_per_elem / (ms * 1e6), g_host_us);
+      name, ps.size(), n, ms, n * bytes_per_elem / (ms * 1e6), bench::g_host_us);
   std::fflush(stdout);
 }
 

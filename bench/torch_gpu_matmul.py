@@ -4,21 +4,11 @@ import json
 
 import torch
 
+import torch_timing
+
 
 def gpu_ms(iters, f):
-    for _ in range(5):
-        f()
-    torch.cuda.synchronize()
-    t = []
-    for _ in range(9):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(iters):
-            f()
-        b.record()
-        b.synchronize()
-        t.append(a.elapsed_time(b) / iters)
-    return sorted(t)[len(t) // 2]
+    return torch_timing.gpu_ms(iters, f, warmup=5, reps=9)
 
 
 def emit(name, ms, tflops):

@@ -5,52 +5,13 @@ import time
 
 import torch
 
-
-host_us = [0.0]  # host time per call of the last gpu_ms (median wall time of the enqueue loops)
-
-
-def gpu_ms(iters, f):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    t, h = [], []
-    for _ in range(7):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            f()
-        t1 = time.perf_counter()
-        b.record()
-        b.synchronize()
-        t.append(a.elapsed_time(b) / iters)
-        h.append((t1 - t0) / iters * 1e6)
-    host_us[0] = sorted(h)[len(h) // 2]
-    return sorted(t)[len(t) // 2]
-
-
-def graph_ms(per, f):
-    """Kernel time per call: `per` calls captured in a CUDA graph, the graph replayed."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            f()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(per):
-            f()
-    ms = gpu_ms(5, g.replay) / per
-    host_us[0] /= per
-    return ms
+import torch_timing
+from torch_timing import gpu_ms, graph_ms
 
 
 def emit(name, ms, unit, value):
     print(json.dumps({"bench": name, "impl": "torch", "ms": round(ms, 5), unit: round(value, 2),
-                      "host_us": round(host_us[0], 2)}), flush=True)
+                      "host_us": round(torch_timing.host_us, 2)}), flush=True)
 
 
 def main():

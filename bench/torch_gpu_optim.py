@@ -2,7 +2,10 @@
 # (fused=True, foreach=True, and the per-tensor loop foreach=False), GradScaler.unscale_ and
 # clip_grad_norm_, as JSON lines with the same case names (suffix _torch_<impl>).
 import json
+
 import torch
+
+import torch_timing
 
 
 def shapes():
@@ -23,19 +26,7 @@ def params(dt):
 
 
 def gpu_ms(iters, f):
-    for _ in range(2):
-        f()
-    torch.cuda.synchronize()
-    t = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(iters):
-            f()
-        b.record()
-        b.synchronize()
-        t.append(a.elapsed_time(b) / iters)
-    return sorted(t)[len(t) // 2]
+    return torch_timing.gpu_ms(iters, f, warmup=2, reps=5)
 
 
 def report(name, ps, bpe, ms):
