@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "core/dispatch_dtype.h"
 #include "kiln/tensor.h"
 
 namespace kiln::detail {
@@ -79,5 +81,18 @@ void foreach_scale(const std::vector<Tensor>& ts, const Tensor& coef);
 // The fused steps (non-contiguous tensors run through contiguous copies that are copied back).
 void foreach_fused_adam(FusedAdamArgs& args);
 void foreach_fused_sgd(FusedSgdArgs& args);
+
+// Calls f.template operator()<P, S>() for the params' dtype P and the state type S: float32
+// state for half-precision params with master weights, P otherwise (CPU and GPU kernels).
+template <class Args, class F>
+void dispatch_param_state(const Args& a, const char* op, F&& f) {
+  const bool master = !a.masters.empty();
+  dispatch_types<kFloatMask>(a.params[0].dtype(), op, [&]<class P>() {
+    if constexpr (std::is_same_v<P, Half> || std::is_same_v<P, BFloat16>) {
+      if (master) return f.template operator()<P, float>();
+    }
+    f.template operator()<P, P>();
+  });
+}
 
 }  // namespace kiln::detail

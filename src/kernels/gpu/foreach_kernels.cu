@@ -339,23 +339,12 @@ void sgd_lists(const FusedSgdArgs& a) {
       });
 }
 
-template <class Args, class F>
-void dispatch_ps(const Args& a, const char* op, F&& f) {
-  const bool master = !a.masters.empty();
-  detail::dispatch_types<detail::kFloatMask>(a.params[0].dtype(), op, [&]<class P>() {
-    if constexpr (std::is_same_v<P, Half> || std::is_same_v<P, BFloat16>) {
-      if (master) return f.template operator()<P, float>();
-    }
-    f.template operator()<P, P>();
-  });
-}
-
 void fused_adam(const FusedAdamArgs& a) {
-  dispatch_ps(a, "_fused_adam_", [&]<class P, class S>() { adam_lists<P, S>(a); });
+  detail::dispatch_param_state(a, "_fused_adam_", [&]<class P, class S>() { adam_lists<P, S>(a); });
 }
 
 void fused_sgd(const FusedSgdArgs& a) {
-  dispatch_ps(a, "_fused_sgd_", [&]<class P, class S>() { sgd_lists<P, S>(a); });
+  detail::dispatch_param_state(a, "_fused_sgd_", [&]<class P, class S>() { sgd_lists<P, S>(a); });
 }
 
 // ------------------------------------------------------------------ unscale, norms, scale
