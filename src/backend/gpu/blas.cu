@@ -216,7 +216,7 @@ gpuLtMatrixLayout_t make_layout(const LtApi& api, gpuLtDataType_t t, int64_t row
 }
 
 using AlgoKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int, int, bool, uintptr_t>;
+                           int64_t, int, int, bool, uintptr_t, int, int64_t>;
 
 // Large problems time the heuristic's candidates once (first call per shape) and keep the
 // fastest; small ones, problems that accumulate into their output, and calls during graph capture
@@ -285,13 +285,20 @@ gpuLtMatmulHeuristicResult_t tune(const gpuLtMatmulHeuristicResult_t* cand, int 
   return cand[fin[pick]];
 }
 
-}  // namespace
+// An epilogue of one product (Note [GPU matmul epilogues]): the library's mode and its vectors.
+struct LtEpilogue {
+  gpuLtEpilogue_t mode = GPULT_EPILOGUE_DEFAULT;
+  const void* bias = nullptr;  // bias (input) or bias gradient (output)
+  void* aux = nullptr;         // GELU pre-activation (output of Gelu*, input of DGelu*)
+  int64_t aux_ld = 0;
+};
 
-void bmm_kernel(OpCall& c) {
-  Tensor A = c.in[0], B = c.in[1];
-  Tensor C = c.in.size() > 2 ? c.in[2] : Tensor();
-  const Tensor& out = c.out[0];
-  if (out.numel() == 0) return;
+// out[b] = alpha * op(A[b]) @ B[b] + beta * C[b], then the epilogue (Note [GPU Bmm]). `soft`:
+// return false (nothing written) instead of raising when the library has no algorithm for the
+// problem (epilogues support only some operand layouts).
+bool lt_matmul(Tensor A, Tensor B, Tensor C, const Scalar& alpha, const Scalar& beta,
+               const Tensor& out, bool conj_flag, const LtEpilogue& ep, bool soft = false) {
+  if (out.numel() == 0) return true;
   const DType dt = A.dtype();
   const TypeInfo ti = type_info(dt);
   const LtApi& api = lt_api();
@@ -299,16 +306,15 @@ void bmm_kernel(OpCall& c) {
   int dev = out.device().index >= 0 ? out.device().index : current_device();
   DeviceGuard guard(dev);
   auto stream = current_stream(dev);
-  const Scalar alpha = c.attrs.has_s0 ? c.attrs.s0 : Scalar(1);
-  const Scalar beta = c.attrs.has_s1 ? c.attrs.s1 : Scalar(0);
   const bool use_c = C.defined() && beta.to_complex() != complex<double>(0, 0);
-  const bool conj_a = c.attrs.flag && is_complex(dt);
+  const bool conj_a = conj_flag && is_complex(dt);
   if (K == 0) {  // an empty sum: beta * C, or zeros (the libraries reject K == 0)
+    KILN_ASSERT(ep.mode == GPULT_EPILOGUE_DEFAULT);
     if (use_c)
       const_cast<Tensor&>(out).copy_(mul(C, beta));
     else
       const_cast<Tensor&>(out).fill_(Scalar(0));
-    return;
+    return true;
   }
   // Operands in a layout cuBLASLt reads; conj(A) needs A in the transposed layout (op C).
   Operand oa = operand_of(A, conj_a), ob = operand_of(B);
@@ -346,6 +352,15 @@ void bmm_kernel(OpCall& c) {
   gpuLtOperation_t tb = oa.trans ? (conj_a ? GPULT_OP_C : GPULT_OP_T) : GPULT_OP_N;
   lt_check(api.desc_set(ds.op, GPULT_DESC_TRANSA, &ta, sizeof(ta)), "transa");
   lt_check(api.desc_set(ds.op, GPULT_DESC_TRANSB, &tb, sizeof(tb)), "transb");
+  if (ep.mode != GPULT_EPILOGUE_DEFAULT) {
+    lt_check(api.desc_set(ds.op, GPULT_DESC_EPILOGUE, &ep.mode, sizeof(ep.mode)), "epilogue");
+    if (ep.bias)
+      lt_check(api.desc_set(ds.op, GPULT_DESC_BIAS_POINTER, &ep.bias, sizeof(ep.bias)), "bias");
+    if (ep.aux) {
+      lt_check(api.desc_set(ds.op, GPULT_DESC_AUX_POINTER, &ep.aux, sizeof(ep.aux)), "aux");
+      lt_check(api.desc_set(ds.op, GPULT_DESC_AUX_LD, &ep.aux_ld, sizeof(ep.aux_ld)), "aux ld");
+    }
+  }
   const int64_t bsa = B.size(0) == 1 ? 0 : B.stride(0);
   const int64_t bsb = A.size(0) == 1 ? 0 : A.stride(0);
   ds.a = ob.trans ? make_layout(api, ti.data, K, N, ob.ld, batch, bsa)
@@ -375,8 +390,11 @@ void bmm_kernel(OpCall& c) {
       use_c ? 1 : 0,
       use_c && oc.ld != od.ld,
       (reinterpret_cast<uintptr_t>(A.data_ptr()) | reinterpret_cast<uintptr_t>(B.data_ptr()) |
-       reinterpret_cast<uintptr_t>(D.data_ptr())) %
-          16};
+       reinterpret_cast<uintptr_t>(D.data_ptr()) | reinterpret_cast<uintptr_t>(ep.bias) |
+       reinterpret_cast<uintptr_t>(ep.aux)) %
+          16,
+      static_cast<int>(ep.mode),
+      ep.aux_ld};
   Tensor ws = ::kiln::detail::empty_impl({kWorkspaceBytes}, DType::UInt8, out.device());
   ScaleBytes al = scale_of(alpha, dt), be = scale_of(use_c ? beta : Scalar(0), dt);
   auto run = [&](const gpuLtMatmulHeuristicResult_t& h) {
@@ -398,9 +416,10 @@ void bmm_kernel(OpCall& c) {
       constexpr int kCandidates = 24;
       gpuLtMatmulHeuristicResult_t cand[kCandidates] = {};
       int found = 0;
-      lt_check(api.heuristic(lt_handle(dev), ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref, kCandidates,
-                             cand, &found),
-               "algorithm heuristic");
+      const gpuLtStatus_t hs = api.heuristic(lt_handle(dev), ds.op, ds.a, ds.b, ds.c, ds.d, ds.pref,
+                                             kCandidates, cand, &found);
+      if (soft && (hs != GPULT_STATUS_SUCCESS || found == 0)) return false;
+      lt_check(hs, "algorithm heuristic");
       KILN_CHECK(found > 0, "[bmm] cuBLASLt found no algorithm for [", batch, ", ", M, ", ", K,
                  "] x [", batch, ", ", K, ", ", N, "] in ", dtype_name(dt));
       heur = tune(cand, found, run, stream, 2.0 * batch * M * N * K,
@@ -411,6 +430,126 @@ void bmm_kernel(OpCall& c) {
   lt_check(run(heur), "matmul");
   check_launch("bmm", stream);
   if (!D.is_same(out)) const_cast<Tensor&>(out).copy_(D);
+  return true;
+}
+
+bool bias_epilogue_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("KILN_LT_BIAS_EPILOGUE");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+}  // namespace
+
+void bmm_kernel(OpCall& c) {
+  const Tensor& A = c.in[0];
+  Tensor C = c.in.size() > 2 ? c.in[2] : Tensor();
+  const Tensor& out = c.out[0];
+  const Scalar alpha = c.attrs.has_s0 ? c.attrs.s0 : Scalar(1);
+  const Scalar beta = c.attrs.has_s1 ? c.attrs.s1 : Scalar(0);
+  // A row vector broadcast over the rows of one product with beta = 1 (linear's and addmm's bias)
+  // goes in as the bias epilogue instead of a materialized [M, N] C (Note [GPU matmul epilogues]).
+  const DType dt = A.dtype();
+  LtEpilogue ep;
+  const Tensor C0 = C;
+  if (C.defined() && bias_epilogue_enabled() && beta.to_complex() == complex<double>(1, 0) &&
+      (dt == DType::Float16 || dt == DType::BFloat16 || dt == DType::Float32) && out.size(0) == 1 &&
+      out.size(1) > 1 && out.size(2) > 1 && A.size(2) > 0 && C.stride(1) == 0 && C.stride(2) == 1 &&
+      !C.is_same(out)) {
+    ep.mode = GPULT_EPILOGUE_BIAS;
+    ep.bias = C.data_ptr();
+    C = Tensor();
+  }
+  if (!lt_matmul(A, c.in[1], C, alpha, beta, out, c.attrs.flag, ep, /*soft=*/ep.bias != nullptr))
+    lt_matmul(A, c.in[1], C0, alpha, beta, out, c.attrs.flag, LtEpilogue{});
+}
+
+Tensor matmul_epilogue(const Tensor& a, const Tensor& b, const Tensor& bias, Epilogue e,
+                       Tensor* aux) {
+  const char* op = "matmul_epilogue";
+  KILN_CHECK(a.defined() && b.defined() && a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
+             "[", op, "] expected matrices [M, K] and [K, N]");
+  const DType dt = a.dtype();
+  KILN_CHECK(b.dtype() == dt && a.is_cuda() && b.device() == a.device(), "[", op,
+             "] operands must share a dtype and a cuda device");
+  KILN_CHECK(dt == DType::Float16 || dt == DType::BFloat16 || dt == DType::Float32, "[", op,
+             "] supports float16, bfloat16 and float32, got ", dtype_name(dt));
+  const int64_t M = a.size(0), N = b.size(1);
+  KILN_CHECK(a.size(1) > 0, "[", op, "] needs K > 0");
+  Tensor out = ::kiln::detail::empty_impl({M, N}, dt, a.device());
+  LtEpilogue ep;
+  auto check_vec = [&](int64_t n, const char* what) {
+    KILN_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == n && bias.dtype() == dt &&
+                   bias.is_contiguous() && bias.device() == a.device(),
+               "[", op, "] expected a contiguous ", what, " of shape [", n, "] and dtype ",
+               dtype_name(dt));
+    ep.bias = bias.data_ptr();
+  };
+  // Aux [M, N] with a row stride divisible by 8, as the libraries require.
+  auto make_aux = [&]() {
+    KILN_CHECK(aux != nullptr, "[", op, "] this epilogue needs an aux tensor");
+    const int64_t ld = (N + 7) / 8 * 8;
+    *aux = ::kiln::detail::empty_impl({M, ld}, dt, a.device()).narrow(1, 0, N);
+    ep.aux = aux->data_ptr();
+    ep.aux_ld = ld;
+  };
+  auto use_aux = [&]() {
+    KILN_CHECK(aux != nullptr && aux->defined() && aux->dim() == 2 && aux->size(0) == M &&
+                   aux->size(1) == N && aux->stride(1) == 1 && aux->stride(0) % 8 == 0 &&
+                   aux->stride(0) >= N && aux->dtype() == dt && aux->device() == a.device(),
+               "[", op, "] expected aux of shape [", M, ", ", N,
+               "] with unit column stride and a row stride divisible by 8");
+    ep.aux = aux->data_ptr();
+    ep.aux_ld = aux->stride(0);
+  };
+  switch (e) {
+    case Epilogue::Bias:
+      check_vec(N, "bias");
+      ep.mode = GPULT_EPILOGUE_BIAS;
+      break;
+    case Epilogue::Gelu:
+      ep.mode = aux ? GPULT_EPILOGUE_GELU_AUX : GPULT_EPILOGUE_GELU;
+      if (aux) make_aux();
+      break;
+    case Epilogue::GeluBias:
+      check_vec(N, "bias");
+      ep.mode = aux ? GPULT_EPILOGUE_GELU_AUX_BIAS : GPULT_EPILOGUE_GELU_BIAS;
+      if (aux) make_aux();
+      break;
+    case Epilogue::DGelu:
+      use_aux();
+      ep.mode = GPULT_EPILOGUE_DGELU;
+      break;
+    case Epilogue::DGeluBGrad:
+      use_aux();
+      check_vec(N, "bias gradient");
+      ep.mode = GPULT_EPILOGUE_DGELU_BGRAD;
+      break;
+    case Epilogue::BGradA:  // the library's B is kiln's a (column-major reading)
+      check_vec(M, "bias gradient");
+      ep.mode = GPULT_EPILOGUE_BGRADB;
+      break;
+    case Epilogue::BGradB:
+      check_vec(N, "bias gradient");
+      ep.mode = GPULT_EPILOGUE_BGRADA;
+      break;
+  }
+  // The libraries support the gradient epilogues only for some operand layouts: the operands as
+  // given first, then with one or both copied to the other layout (row- <-> column-major).
+  auto flip = [](const Tensor& t) {
+    return t.stride(1) == 1 ? t.t().contiguous().t() : t.contiguous();
+  };
+  for (int i = 0; i < 4; ++i) {
+    const Tensor aa = (i & 1) ? flip(a) : a, bb = (i & 2) ? flip(b) : b;
+    if (lt_matmul(aa.unsqueeze(0), bb.unsqueeze(0), Tensor(), Scalar(1), Scalar(0),
+                  out.unsqueeze(0), false, ep, /*soft=*/true))
+      return out;
+  }
+  KILN_ERROR("[", op, "] the GPU BLAS library has no algorithm for epilogue ", static_cast<int>(e),
+             " (cuBLASLt mode ", static_cast<int>(ep.mode), ") on ", dtype_name(dt), " [", M, ", ",
+             a.size(1), "] x [", a.size(1), ", ", N, "]");
 }
 
 #else  // no BLASLt headers at build time (HIP without hipBLASLt)
@@ -418,6 +557,10 @@ void bmm_kernel(OpCall& c) {
 void bmm_kernel(OpCall& c) {
   (void)c;
   KILN_ERROR("[bmm] kiln was built without hipBLASLt: GPU matmuls are unavailable");
+}
+
+Tensor matmul_epilogue(const Tensor&, const Tensor&, const Tensor&, Epilogue, Tensor*) {
+  KILN_ERROR("[matmul_epilogue] kiln was built without hipBLASLt: GPU matmuls are unavailable");
 }
 
 #endif

@@ -1,13 +1,13 @@
-// GPU kernels of Convolution, ConvolutionBackwardInput and ConvolutionBackwardWeight (float32,
-// float64, as the CPU kernels): im2col / col2im (conv_kernels.cu) and per-group batched GEMMs
-// through cuBLASLt (bmm_kernel, backend/gpu/blas.h), over chunks of images so that the column
-// buffer stays bounded. cuDNN/MIOpen come later.
+// GPU kernels of Convolution, ConvolutionBackwardInput and ConvolutionBackwardWeight: cuDNN
+// (backend/gpu/dnn.h) for float16/bfloat16/float32/float64; without it (or for problems it rejects)
+// im2col/col2im + cuBLASLt GEMMs for float32/float64 (float16/bfloat16 computed in float32 then).
 #include "backend/gpu/vendor.h"
 
 #include <algorithm>
 #include <cstdint>
 
 #include "backend/gpu/blas.h"
+#include "backend/gpu/dnn.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/stream.h"
 #include "core/dispatch_dtype.h"
@@ -90,6 +90,32 @@ void finish_out(const Tensor& dst, const Tensor& buf) {
 
 constexpr uint32_t kConvMask = dtype_bit(DType::Float32) | dtype_bit(DType::Float64);
 
+dnn::ConvParams dnn_params(const OpAttrs& a) {
+  dnn::ConvParams p{};
+  for (int i = 0; i < 3; ++i) {
+    p.stride[i] = a.ints[i];
+    p.pad[i] = a.ints[3 + i];
+    p.dil[i] = a.ints[6 + i];
+  }
+  p.groups = a.i0;
+  return p;
+}
+
+bool reduced(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
+
+// A float16/bfloat16 problem cuDNN did not run (the library is missing, as on HIP builds, or it
+// rejected the problem): the op computed in float32 (`op` on float32 copies), rounded into the
+// output.
+void half_fallback(OpCall& c, void (*op)(OpCall&)) {
+  OpCall f(c.op);
+  f.attrs = c.attrs;
+  for (const Tensor& t : c.in) f.in.push_back(t.detach().to(DType::Float32));
+  f.out.push_back(empty_impl(c.out[0].sizes(), DType::Float32, c.out[0].device()));
+  f.compute = DType::Float32;
+  op(f);
+  const_cast<Tensor&>(c.out[0]).copy_(f.out[0]);
+}
+
 // in = (x, w[, bias]); out = y.
 void conv_forward_op(OpCall& c) {
   const Launch l = launch_of(c.out[0]);
@@ -102,6 +128,9 @@ void conv_forward_op(OpCall& c) {
   const int64_t G = cv.groups, og = cv.og(), kg = cv.kg(), L = cv.l();
   if (kg == 0) {
     const_cast<Tensor&>(y).zero_();
+  } else if (dnn::conv_forward(x, w, y, dnn_params(c.attrs))) {
+  } else if (reduced(x.dtype())) {
+    return half_fallback(c, &conv_forward_op);
   } else {
     dispatch_types<kConvMask>(x.dtype(), "convolution", [&]<class T>() {
       const int64_t nb = cv.chunk();
@@ -146,6 +175,9 @@ void conv_backward_input_op(OpCall& c) {
   const int64_t G = cv.groups, og = cv.og(), kg = cv.kg(), L = cv.l();
   if (kg == 0 || L == 0 || og == 0) {
     const_cast<Tensor&>(gx).zero_();
+  } else if (dnn::conv_backward_data(gy, w, gx, dnn_params(c.attrs))) {
+  } else if (reduced(gy.dtype())) {
+    return half_fallback(c, &conv_backward_input_op);
   } else {
     dispatch_types<kConvMask>(gy.dtype(), "convolution_backward_input", [&]<class T>() {
       const int64_t nb = cv.chunk();
@@ -183,10 +215,14 @@ void conv_backward_weight_op(OpCall& c) {
   const Tensor gw = contiguous_out(c.out[0]);
   const ConvGeo cv = make_geo(x, gw, gy, c.attrs);
   if (gw.numel() == 0) return;
-  const_cast<Tensor&>(gw).zero_();
   const ColGeo& g = cv.g;
   const int64_t G = cv.groups, og = cv.og(), kg = cv.kg(), L = cv.l();
-  if (kg > 0 && L > 0 && og > 0 && g.n > 0) {
+  const bool work = kg > 0 && L > 0 && og > 0 && g.n > 0;
+  if (work && dnn::conv_backward_filter(gy, x, gw, dnn_params(c.attrs)))
+    return finish_out(c.out[0], gw);
+  if (work && reduced(gy.dtype())) return half_fallback(c, &conv_backward_weight_op);
+  const_cast<Tensor&>(gw).zero_();
+  if (work) {
     dispatch_types<kConvMask>(gy.dtype(), "convolution_backward_weight", [&]<class T>() {
       const int64_t nb = cv.chunk();
       Tensor cols = cv.pointwise()

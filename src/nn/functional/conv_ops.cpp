@@ -1,6 +1,7 @@
 // Internal entry points of the convolution, pooling and im2col/col2im primitives (nn_ops.h):
 // shape checks, output sizes, allocation and the OpCall for each. float16/bfloat16 convolutions
-// run in float32 (cast in and out): the kernels are BLAS-backed.
+// on the CPU run in float32 (cast in and out: the kernels are BLAS-backed); the GPU kernels take
+// them as they are (cuDNN).
 #include "nn/functional/nn_ops.h"
 #include "ops/run.h"
 #include "ops/tensor_factory.h"
@@ -67,7 +68,7 @@ Tensor convolution_op(const Tensor& x, const Tensor& w, const Tensor& bias, cons
                w.size(0), "], but got ", bias.sizes());
   }
   check_params(op, p);
-  if (reduced(x.dtype()))
+  if (reduced(x.dtype()) && !x.is_cuda())
     return convolution_op(x.to(kFloat32), w.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias,
                           p)
         .to(x.dtype());
@@ -90,7 +91,7 @@ Tensor convolution_backward_input_op(const Tensor& grad, const Tensor& w, IntArr
              "] expected floating point grad and weight");
   check_same(op, grad, w, "grad", "weight");
   check_params(op, p);
-  if (reduced(grad.dtype()))
+  if (reduced(grad.dtype()) && !grad.is_cuda())
     return convolution_backward_input_op(grad.to(kFloat32), w.to(kFloat32), input_sizes, p)
         .to(grad.dtype());
   const DimVector out = conv_out_shape(op, input_sizes, w.sizes(), p);
@@ -112,7 +113,7 @@ Tensor convolution_backward_weight_op(const Tensor& grad, const Tensor& x, IntAr
              "] expected floating point grad and input");
   check_same(op, grad, x, "grad", "input");
   check_params(op, p);
-  if (reduced(grad.dtype()))
+  if (reduced(grad.dtype()) && !grad.is_cuda())
     return convolution_backward_weight_op(grad.to(kFloat32), x.to(kFloat32), weight_sizes, p)
         .to(grad.dtype());
   const DimVector out = conv_out_shape(op, x.sizes(), weight_sizes, p);
