@@ -12,6 +12,7 @@
 
 #include "backend/gpu/blas.h"
 #include "dispatch/registry.h"
+#include "gpu_timing.h"
 #include "kiln/cuda.h"
 #include "kiln/kiln.h"
 #include "ops/op.h"
@@ -19,26 +20,8 @@
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median over 5 batches of the GPU time per call of f (events on the current stream), in ms.
-double gpu_ms(int iters, const std::function<void()>& f) {
-  for (int i = 0; i < 3; ++i) f();
-  kiln::cuda::synchronize();
-  std::vector<double> t;
-  for (int r = 0; r < 5; ++r) {
-    kiln::cuda::Event a(true), b(true);
-    a.record();
-    for (int i = 0; i < iters; ++i) f();
-    b.record();
-    b.synchronize();
-    t.push_back(a.elapsed_time(b) / iters);
-  }
-  return median(t);
-}
+// Median over 5 batches after 3 warm-up calls, in ms (bench/gpu_timing.h).
+double gpu_ms(int iters, const std::function<void()>& f) { return bench::gpu_ms(iters, f, 3, 5); }
 
 // Host time per call of f in microseconds: 20 calls enqueued back to back (no synchronization
 // inside), after a synchronized start. Close to the GPU time per call: the host is the bound.

@@ -7,22 +7,11 @@ import json
 import torch
 import torch.nn.functional as F
 
+import torch_timing
+
 
 def gpu_ms(iters, f):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    t = []
-    for _ in range(5):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(iters):
-            f()
-        b.record()
-        b.synchronize()
-        t.append(a.elapsed_time(b) / iters)
-    return sorted(t)[len(t) // 2]
+    return torch_timing.gpu_ms(iters, f, warmup=3, reps=5)
 
 
 def emit(name, ms, flops):
