@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,12 +54,12 @@ struct Result {
 // Runs the fused op (forward, and backward with grad_out go when given) on `dev` in dtype dt from
 // float64 CPU inputs; mask (CPU) is moved along.
 Result run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
-           double p, const Tensor& go, Device dev, DType dt) {
+           double p, const Tensor& go, Device dev, DType dt,
+           std::optional<double> scale = std::nullopt) {
   Tensor qq = q.to(dev, dt).requires_grad_(), kk = k.to(dev, dt).requires_grad_(),
          vv = v.to(dev, dt).requires_grad_();
   Tensor m = mask.defined() ? mask.to(dev) : Tensor();
-  auto [o, lse] =
-      F::_scaled_dot_product_flash_attention(qq, kk, vv, m, p, causal, std::nullopt, true);
+  auto [o, lse] = F::_scaled_dot_product_flash_attention(qq, kk, vv, m, p, causal, scale, true);
   Result r{o, lse, {}, {}, {}};
   if (go.defined()) {
     o.backward(go.to(dev, dt));
@@ -71,9 +72,9 @@ Result run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask
 
 // The same call on the CPU in float64 from the dtype-rounded inputs (the reference).
 Result reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
-                 double p, const Tensor& go, DType dt) {
+                 double p, const Tensor& go, DType dt, std::optional<double> scale = std::nullopt) {
   auto round = [&](const Tensor& t) { return t.defined() ? t.to(dt).to(kFloat64) : t; };
-  return run(round(q), round(k), round(v), mask, causal, p, round(go), kCpuDev, kFloat64);
+  return run(round(q), round(k), round(v), mask, causal, p, round(go), kCpuDev, kFloat64, scale);
 }
 
 Tensor make_mask(const Case& c, uint64_t seed) {
@@ -243,6 +244,28 @@ TEST(FlashAttentionGpu, VarlenMatchesCpuKernel) {
                 2e-3)
           << what;
     }
+}
+
+// An explicit scale, positive (the plain tensor-core kernels fold it into the exponent) and
+// negative (the general kernels), on lengths that leave partial query and key tiles.
+TEST(FlashAttentionGpu, ExplicitScaleOfEitherSign) {
+  KILN_NEED_GPU();
+  for (int64_t d : {64, 128})
+    for (double scale : {0.3, -0.2})
+      for (bool causal : {true, false}) {
+        Case c{2, 3, 3, 200, causal ? 200 : 330, d, causal ? 1 : 0};
+        Tensor q = rnd({c.b, c.hq, c.tq, d}, 40), k = rnd({c.b, c.hk, c.tk, d}, 41),
+               v = rnd({c.b, c.hk, c.tk, d}, 42), go = rnd({c.b, c.hq, c.tq, d}, 43);
+        Result g = run(q, k, v, {}, causal, 0.0, go, kGpu, kBFloat16, scale);
+        Result r = reference(q, k, v, {}, causal, 0.0, go, kBFloat16, scale);
+        const std::string what = "d " + std::to_string(d) + " scale " + std::to_string(scale) +
+                                 " causal " + std::to_string(causal);
+        EXPECT_LT(rel(g.o, r.o), 1.2e-2) << what;
+        EXPECT_LT(rel(g.dq, r.dq), 2e-2) << what;
+        EXPECT_LT(rel(g.dk, r.dk), 2e-2) << what;
+        EXPECT_LT(rel(g.dv, r.dv), 2e-2) << what;
+        EXPECT_LT((cpu64(g.lse) - r.lse).abs().max().item<double>(), 2e-3) << what;
+      }
 }
 
 TEST(FlashAttentionGpu, LongCausalSequences) {

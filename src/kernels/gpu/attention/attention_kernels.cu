@@ -9,6 +9,7 @@
 #include "dispatch/registry.h"
 #include "kernels/gpu/attention/flash_call.h"
 #include "kernels/gpu/attention/flash_mma.cuh"
+#include "kernels/gpu/attention/flash_mma_bwd.cuh"
 #include "kernels/gpu/attention/flash_portable.cuh"
 #include "kiln/nn/attention.h"
 #include "kiln/ops.h"
@@ -77,19 +78,35 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
   const Tensor& k = c.in[2];
   const Device dev = q.device();
   const bool det = are_deterministic_algorithms_enabled();
-  // delta = rowsum(grad_o * o), in lse's layout.
-  Tensor delta = kiln::detail::empty_impl(c.in[5].sizes(), DType::Float32, dev);
-  p.delta = static_cast<float*>(delta.data_ptr());
-  if (p.tq > 0) {
+  const bool mma = mma_backward_supported<T>(p);
+  // delta = rowsum(grad_o * o), in lse's layout (the portable kernels and the deterministic dq
+  // pass read it).
+  Tensor delta;
+  if (!mma || det) {
+    delta = kiln::detail::empty_impl(c.in[5].sizes(), DType::Float32, dev);
+    p.delta = static_cast<float*>(delta.data_ptr());
+  }
+  Tensor dq_acc;
+  if (!det) {
+    // The tensor-core pre-pass zeroes the accumulator itself.
+    dq_acc = mma ? kiln::detail::empty_impl(q.sizes(), DType::Float32, dev)
+                 : kiln::zeros(q.sizes(), TensorOptions(DType::Float32).device(dev));
+    p.dq_acc = static_cast<float*>(dq_acc.data_ptr());
+  }
+  // Tensor-core path: dl and l2 rows per (batch, head), padded (Note [Flash mma backward
+  // pre-pass]).
+  Tensor prep;
+  const int64_t pad = bwd_pad_rows(p.tq);
+  if (mma) prep = kiln::detail::empty_impl({2, p.b, p.hq, pad}, DType::Float32, dev);
+  if (mma && p.tq > 0) {
+    float* l2 = static_cast<float*>(prep.data_ptr());
+    mma_backward_prep<T>(p, l2, l2 + static_cast<int64_t>(p.b) * p.hq * pad, pad, l.stream);
+    check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
+  } else if (p.tq > 0) {
     const dim3 grid(static_cast<unsigned>(cdiv(p.tq, 128)), static_cast<unsigned>(p.hq),
                     static_cast<unsigned>(p.b));
     simt_delta<T><<<grid, 128, 0, l.stream>>>(p, p.tq);
     check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
-  }
-  Tensor dq_acc;
-  if (!det) {
-    dq_acc = kiln::zeros(q.sizes(), TensorOptions(DType::Float32).device(dev));
-    p.dq_acc = static_cast<float*>(dq_acc.data_ptr());
   }
   // Grouped-query attention: per-query-head float partial sums of dk / dv, reduced below.
   Tensor dk_part, dv_part;
@@ -113,8 +130,10 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
   }
   const char* backend = "flash";
   if (p.tk > 0) {
-    if (mma_backward_supported<T>(p)) {
-      mma_backward_kv<T>(p, l.stream);  // dq by atomics unless p.dq_acc is null
+    if (mma) {
+      float* l2 = static_cast<float*>(prep.data_ptr());
+      // dq by atomics unless p.dq_acc is null
+      mma_backward_kv<T>(p, l2, l2 + static_cast<int64_t>(p.b) * p.hq * pad, pad, l.stream);
       backend = "flash_mma";
     } else {
       dispatch_d(p.d, [&]<int kMaxD>() {
@@ -133,6 +152,11 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
                         static_cast<unsigned>(p.hq), static_cast<unsigned>(p.b));
         simt_backward_q<T, kMaxD><<<grid, kSimtThreads, 0, l.stream>>>(p);
       });
+      check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
+    }
+  } else if (mma && c.out[0].is_contiguous() && c.out[0].numel() % 8 == 0) {
+    if (p.tq > 0) {
+      mma_dq_cast<T>(p.dq_acc, c.out[0].data_ptr(), c.out[0].numel(), l.stream);
       check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
     }
   } else {

@@ -1,0 +1,504 @@
+// Tensor-core flash-attention backward for float16/bfloat16, head dim 64 and 128 (CUDA sm_80+): the
+// pre-pass (delta, lse in the log2 domain, zeroed dq accumulator), the dk/dv kernel with atomic dq,
+// and dq's final cast. Under HIP mma_backward_supported says false (flash_portable.cuh runs).
+#pragma once
+
+#include "kernels/gpu/attention/flash_mma.cuh"
+
+namespace kiln::gpu::flash {
+
+#if KILN_CUDA
+
+constexpr float kLog2eF = 1.4426950408889634f;
+constexpr int kBwdBk = 128;  // keys per backward block, 16 or 32 per warp
+
+// Rows per (batch, head) of the pre-pass buffers: every query tile the kernel reads lies inside.
+inline int64_t bwd_pad_rows(int64_t tq) { return (tq + 63) / 64 * 64; }
+
+template <bool kBf16>
+__device__ inline float to_f32(uint32_t bits16) {
+  if constexpr (kBf16) {
+    return __uint_as_float(bits16 << 16);
+  } else {
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(static_cast<unsigned short>(bits16)));
+    return f;
+  }
+}
+
+// Note [Flash mma backward pre-pass]: for each (batch, query head, row i < pad rows) it writes
+// dl = rowsum(dO * O) and l2 = lse log2(e) into [B, Hq, pad] float buffers. Rows past the sequence
+// and rows whose lse is -inf (they saw no key) get dl = 0 and l2 = +inf, so the backward kernel's
+// exp2(s - l2) is 0 there without a test. It also zeroes the rows of the dq accumulator and, when
+// p.delta is set (the deterministic dq pass reads it), writes delta in lse's layout. kD / 8 lanes
+// share one row, 16 bytes each.
+template <bool kBf16, int kD>
+__global__ void __launch_bounds__(256)
+    mma_bwd_prep_kernel(FlashParams p, float* l2buf, float* dlbuf, int64_t pad) {
+  constexpr int kPer = kD / 8, kRows = 256 / kPer;
+  const int b = blockIdx.z, h = blockIdx.y;
+  const int c = threadIdx.x % kPer;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kRows + threadIdx.x / kPer;
+  const int64_t lq = p.q_len(b);
+  float acc = 0.0f;
+  if (i < lq) {
+    const int64_t off = p.q_row0(b) + h * p.q_sh + i * p.q_sr + c * 8;
+    const uint4 a = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.dout) + off);
+    const uint4 o = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.o) + off);
+    const uint32_t aw[4] = {a.x, a.y, a.z, a.w}, ow[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      acc += to_f32<kBf16>(aw[w] & 0xffffu) * to_f32<kBf16>(ow[w] & 0xffffu) +
+             to_f32<kBf16>(aw[w] >> 16) * to_f32<kBf16>(ow[w] >> 16);
+    if (p.dq_acc) {
+      float4* z = reinterpret_cast<float4*>(p.dq_acc + off);
+      z[0] = z[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+#pragma unroll
+  for (int m = 1; m < kPer; m *= 2) acc += warp_shfl_xor(acc, m);
+  if (c == 0 && i < pad) {
+    const int64_t pi = (static_cast<int64_t>(b) * p.hq + h) * pad + i;
+    const float l = i < lq ? static_cast<const float*>(p.lse)[p.lse_row0(b, h) + i] : mma_neg_inf();
+    dlbuf[pi] = i < lq ? acc : 0.0f;
+    l2buf[pi] = l == mma_neg_inf() ? __int_as_float(0x7f800000) : l * kLog2eF;
+    if (p.delta && i < lq) p.delta[p.lse_row0(b, h) + i] = acc;
+  }
+}
+
+// Bytes of one streamed query tile (Q, dO, l2, dl) and of the whole backward block.
+template <int kD, int kBq>
+constexpr int bwd_stage_bytes() {
+  return 2 * kBq * kD * 2 + 2 * kBq * 4;
+}
+template <int kD, int kBq>
+constexpr int bwd_smem_bytes() {
+  return 2 * kBwdBk * kD * 2 + kStages * bwd_stage_bytes<kD, kBq>() + 2 * kBwdBk * kBq * 2;
+}
+
+// Byte offset of chunk c of row r in the dS^T tile ([128 keys][kBq queries], kChunks = kBq / 8
+// chunks of 16 bytes a row); with fewer than 8 chunks several rows share 128 bytes, so the XOR
+// takes the row index above them.
+template <int kChunks>
+__device__ inline uint32_t swz_ds(int r, int c) {
+  if constexpr (kChunks >= 8)
+    return swz<kChunks>(r, c);
+  else if constexpr (kChunks == 4)
+    return static_cast<uint32_t>((r * 4 + (c ^ ((r >> 1) & 3))) * 16);
+  else  // 2 chunks: four rows share 128 bytes
+    return static_cast<uint32_t>((r * 2 + (c ^ ((r >> 2) & 1))) * 16);
+}
+
+// Note [Flash mma backward]: a block owns 128 keys of one (batch, query head): 8 warps of 16 keys
+// (kMk = 1) or 4 warps of 32 keys (kMk = 2: two m16 tiles share every Q / dO fragment load, which
+// halves the shared-memory traffic of the four products below). It walks the query tiles of kBq
+// rows (Q, dO and the pre-pass rows l2, dl streamed kStages deep by cp.async). Per tile each warp
+// computes S^T = K Q^T and dP^T = V dO^T for its keys (m16n8k16, K and V read from shared memory),
+// P^T = exp2(S^T scale log2(e) - l2) and dS^T = P^T (Z dP^T - dl), then dV += (Z P)^T dO and
+// dK += dS^T Q from registers. dS^T goes to shared memory (two buffers), and after the barrier
+// that opens the next tile the warps add dQ = dS K for it into the float accumulator with atomics
+// (kBq / 16 row groups x head-dim slices): one barrier per tile. kGen compiles the additive mask
+// and dropout in; the plain instantiation (the common case) only masks the causal diagonal and the
+// key tail. kBq 32 at head dim 64 keeps the kMk = 1 kernel's fragments in 128 registers: 2 blocks
+// per SM (kMk = 2 measured no faster, though it moves half the shared-memory bytes). Profile at
+// B16 H12 T1024 D64 on an H200 (ncu): 388 us, issue slots 43% busy, tensor pipe 31%, shared-memory
+// wavefronts 60%; the top stall is short scoreboard (ldmatrix results used right after issue: at
+// 128 registers the compiler cannot load fragments ahead). Next: P and dS through shared memory
+// with 2-D warp tiles (FlashAttention-2's layout), or wgmma on Hopper.
+template <int kD, int kBq, bool kGen, int kMk>
+constexpr int bwd_min_blocks() {
+  return kMk == 2 ? 2 : (kD == 64 && kBq == 32 && !kGen ? 2 : 1);
+}
+
+template <bool kBf16, int kD, int kBq, bool kGen, int kMk>
+__global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGen, kMk>()))
+    mma_backward_kv_kernel(FlashParams p, const float* l2buf, const float* dlbuf, int64_t pad) {
+  constexpr int kWarpsB = 8 / kMk, kThreads = kWarpsB * kLanes, kWk = 16 * kMk;
+  constexpr int kChunks = kD / 8, kDsChunks = kBq / 8, kN = kBq / 8;
+  constexpr int kQdBytes = kBq * kD * 2, kStage = bwd_stage_bytes<kD, kBq>();
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t sk = smem_addr(smem), sv = sk + kBwdBk * kD * 2;
+  const uint32_t sst = sv + kBwdBk * kD * 2;  // stage i at sst + i kStage: Q, dO, l2, dl
+  // dS^T of tile t at sds0 + (t & 1) kDsBytes: the dQ product of tile t runs after the barrier
+  // that opens tile t + 1, so each tile needs one barrier.
+  constexpr int kDsBytes = kBwdBk * kBq * 2;
+  const uint32_t sds0 = sst + kStages * kStage;
+  // Grid (key tiles, heads, batch): the blocks of one head run side by side and share its Q and
+  // dO in L2; within a head the heavy (causal: first) key tiles go first.
+  const int b = blockIdx.z, h = blockIdx.y;
+  const int64_t lq = p.q_len(b), lk = p.k_len(b);
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kBwdBk;
+  if (j0 >= lk) return;
+  const int hk = h / (p.hq / p.hk);
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  const int g = lane >> 2, tq = lane & 3, mi = lane >> 3;
+  const int64_t qoff = p.q_row0(b) + h * p.q_sh;
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + qoff;
+  const uint16_t* go = static_cast<const uint16_t*>(p.dout) + qoff;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + p.k_row0(b) + hk * p.k_sh;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + p.k_row0(b) + hk * p.k_sh;
+  const int64_t prow = (static_cast<int64_t>(b) * p.hq + h) * pad;
+  const float* l2g = l2buf + prow;
+  const float* dlg = dlbuf + prow;
+  const int64_t istart = p.causal ? j0 : 0;  // causal: earlier queries see none of these keys
+  const int ntiles = istart < lq ? static_cast<int>((lq - istart + kBq - 1) / kBq) : 0;
+
+  auto load_stage = [&](int t) {
+    const uint32_t s = sst + (t % kStages) * kStage;
+    const int64_t r0 = istart + static_cast<int64_t>(t) * kBq;
+    load_tile_async<kD, kBq, kThreads>(s, q, p.q_sr, r0, lq);
+    load_tile_async<kD, kBq, kThreads>(s + kQdBytes, go, p.q_sr, r0, lq);
+    if (threadIdx.x < kBq / 2) {  // kBq / 4 chunks of l2, then of dl (r0 + kBq <= pad)
+      const int which = threadIdx.x / (kBq / 4), c = threadIdx.x % (kBq / 4);
+      cp_async16(s + 2 * kQdBytes + which * kBq * 4 + c * 16, (which ? dlg : l2g) + r0 + c * 4,
+                 true);
+    }
+  };
+  // Groups: {K, V, tile 0}, {tile 1}, then one per iteration (possibly empty).
+  load_tile_async<kD, kBwdBk, kThreads>(sk, k, p.k_sr, j0, lk);
+  load_tile_async<kD, kBwdBk, kThreads>(sv, v, p.k_sr, j0, lk);
+  for (int t = 0; t < 2; ++t) {
+    if (t < ntiles) load_stage(t);
+    cp_async_commit();
+  }
+
+  const float sl2 = p.scale * kLog2eF;
+  const float* mask = kGen ? static_cast<const float*>(p.mask) : nullptr;
+  float dk[kMk][kD / 8][4], dv[kMk][kD / 8][4];
+#pragma unroll
+  for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) dk[mt][n][r] = dv[mt][n][r] = 0.0f;
+  const int wk0 = warp * kWk;  // this warp's keys: wk0 .. wk0 + kWk (block-local)
+  // Lane parts of the ldmatrix addresses (swz_at): A operand rows, B operand rows, B transposed.
+  const uint32_t lo_a = swz<kChunks>(lane & 15, lane >> 4);
+  const uint32_t lo_b = swz<kChunks>((mi >> 1) * 8 + (lane & 7), mi & 1);
+  const uint32_t lo_t = swz<kChunks>((mi & 1) * 8 + (lane & 7), mi >> 1);
+  const int klim = lk - j0 < kBwdBk ? static_cast<int>(lk - j0) : kBwdBk;
+
+  // dQ rows i0t + qr .. + 16 += dS K (k = the 128 keys), head dims d0 .. d0 + kDw, from the dS^T
+  // tile at sds.
+  auto dq_tile = [&](uint32_t sds, int64_t i0t) {
+    constexpr int kRg = kBq / 16, kDw = kD * kRg / kWarpsB;
+    const int qr = (warp % kRg) * 16, d0 = (warp / kRg) * kDw;
+    float* dq = p.dq_acc + qoff;
+#pragma unroll
+    for (int hp = 0; hp < kDw / 16; ++hp) {
+      const int np = d0 / 16 + hp;
+      float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int kk = 0; kk < kBwdBk / 16; ++kk) {
+        uint32_t a[4];
+        ldsm_x4_t(sds + swz_ds<kDsChunks>(kk * 16 + (mi >> 1) * 8 + (lane & 7), qr / 8 + (mi & 1)),
+                  a[0], a[1], a[2], a[3]);
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_t(sk + swz_at<kChunks>(lo_t, kk * 16, np * 2), b0, b1, b2, b3);
+        mma16816<kBf16>(acc[0], a, b0, b1);
+        mma16816<kBf16>(acc[1], a, b2, b3);
+      }
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int64_t i = i0t + qr + g + 8 * e;
+        if (i >= lq) continue;
+        float* row = dq + i * p.q_sr + np * 16 + 2 * tq;
+        red_add2(row, acc[0][2 * e] * p.scale, acc[0][2 * e + 1] * p.scale);
+        red_add2(row + 8, acc[1][2 * e] * p.scale, acc[1][2 * e + 1] * p.scale);
+      }
+    }
+  };
+
+  for (int t = 0; t < ntiles; ++t) {
+    cp_async_wait_one();  // tile t has landed
+    __syncthreads();
+    if (t + 2 < ntiles) load_stage(t + 2);  // into the buffer of tile t - 1: every warp is done
+    cp_async_commit();
+    const uint32_t sq = sst + (t % kStages) * kStage, sdo = sq + kQdBytes;
+    const uint32_t sl = sdo + kQdBytes, sdl = sl + kBq * 4;
+    const int64_t i0 = istart + static_cast<int64_t>(t) * kBq;
+    const uint32_t sds = sds0 + (t & 1) * kDsBytes;
+    if (p.dq_acc && t > 0) dq_tile(sds0 + ((t - 1) & 1) * kDsBytes, i0 - kBq);
+    // Causal: when every query of the tile precedes this warp's keys, P^T and dS^T are 0: the warp
+    // skips its products (its dS^T rows, all 0, still go to shared memory for dQ).
+    const bool wskip = p.causal && i0 + kBq - 1 < j0 + wk0;
+
+    float st[kMk][kN][4], dp[kMk][kN][4];
+#pragma unroll
+    for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+      for (int n = 0; n < kN; ++n)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) st[mt][n][r] = dp[mt][n][r] = 0.0f;
+    if (!wskip) {
+#pragma unroll
+      for (int kk = 0; kk < kD / 16; ++kk) {
+        uint32_t ka[kMk][4], va[kMk][4];
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt) {
+          const uint32_t off = swz_at<kChunks>(lo_a, wk0 + mt * 16, kk * 2);
+          ldsm_x4(sk + off, ka[mt][0], ka[mt][1], ka[mt][2], ka[mt][3]);
+          ldsm_x4(sv + off, va[mt][0], va[mt][1], va[mt][2], va[mt][3]);
+        }
+#pragma unroll
+        for (int np = 0; np < kBq / 16; ++np) {
+          const uint32_t off = swz_at<kChunks>(lo_b, np * 16, kk * 2);
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4(sq + off, b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt) {
+            mma16816<kBf16>(st[mt][2 * np], ka[mt], b0, b1);
+            mma16816<kBf16>(st[mt][2 * np + 1], ka[mt], b2, b3);
+          }
+          ldsm_x4(sdo + off, b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt) {
+            mma16816<kBf16>(dp[mt][2 * np], va[mt], b0, b1);
+            mma16816<kBf16>(dp[mt][2 * np + 1], va[mt], b2, b3);
+          }
+        }
+      }
+    }
+    // P^T, Z P^T (into st) and dS^T (into dp). Fragment element r of st[mt][n] is key
+    // wk0 + mt 16 + g + 8 (r >> 1), query n 8 + 2 tq + (r & 1) of the tile.
+    const bool edge = j0 + kBwdBk > lk || (p.causal && i0 < j0 + kBwdBk - 1) || mask != nullptr;
+    const int qrel =
+        static_cast<int>(i0 - j0);  // causal: key kl is seen by query qi iff kl <= qrel + qi
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      float l2v[2], dlv[2];
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                   : "=f"(l2v[0]), "=f"(l2v[1])
+                   : "r"(sl + (n * 8 + 2 * tq) * 4));
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                   : "=f"(dlv[0]), "=f"(dlv[1])
+                   : "r"(sdl + (n * 8 + 2 * tq) * 4));
+#pragma unroll
+      for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int qi = n * 8 + 2 * tq + c;
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int r = 2 * e + c, kl = wk0 + mt * 16 + g + 8 * e;
+            float x = fmaf(st[mt][n][r], sl2, -l2v[c]);  // l2 = +inf: rows without weights
+            if constexpr (kGen) {
+              const int64_t i = i0 + qi, j = j0 + kl;
+              bool ok = true;
+              if (edge) {
+                ok = i < lq && j < lk && !(p.causal && j > i);
+                if (ok && mask) x += mask[p.mask_at(b, h, i, j)] * kLog2eF;
+              }
+              const float pr = ok ? fast_exp2(x) : 0.0f;
+              float z = 1.0f;
+              if (p.p_drop > 0.0f)
+                z = (ok && keep_element(p.seed, p.offset, drop_index(p, b, h, i, j), p.p_drop))
+                        ? p.rp_drop
+                        : 0.0f;
+              dp[mt][n][r] = pr * (dp[mt][n][r] * z - dlv[c]);
+              st[mt][n][r] = pr * z;
+            } else {
+              if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = mma_neg_inf();
+              const float pr = fast_exp2(x);
+              dp[mt][n][r] = pr * (dp[mt][n][r] - dlv[c]);
+              st[mt][n][r] = pr;
+            }
+          }
+        }
+    }
+    // dV += (Z P)^T dO, dK += dS^T Q (k = the kBq queries of the tile).
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk) {
+      uint32_t pa[kMk][4], da[kMk][4];
+#pragma unroll
+      for (int mt = 0; mt < kMk; ++mt) {
+        pa[mt][0] = pack2<kBf16>(st[mt][2 * kk][0], st[mt][2 * kk][1]);
+        pa[mt][1] = pack2<kBf16>(st[mt][2 * kk][2], st[mt][2 * kk][3]);
+        pa[mt][2] = pack2<kBf16>(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
+        pa[mt][3] = pack2<kBf16>(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
+        da[mt][0] = pack2<kBf16>(dp[mt][2 * kk][0], dp[mt][2 * kk][1]);
+        da[mt][1] = pack2<kBf16>(dp[mt][2 * kk][2], dp[mt][2 * kk][3]);
+        da[mt][2] = pack2<kBf16>(dp[mt][2 * kk + 1][0], dp[mt][2 * kk + 1][1]);
+        da[mt][3] = pack2<kBf16>(dp[mt][2 * kk + 1][2], dp[mt][2 * kk + 1][3]);
+      }
+      if (!wskip) {
+#pragma unroll
+        for (int np = 0; np < kD / 16; ++np) {
+          const uint32_t off = swz_at<kChunks>(lo_t, kk * 16, np * 2);
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4_t(sdo + off, b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt) {
+            mma16816<kBf16>(dv[mt][2 * np], pa[mt], b0, b1);
+            mma16816<kBf16>(dv[mt][2 * np + 1], pa[mt], b2, b3);
+          }
+          ldsm_x4_t(sq + off, b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt) {
+            mma16816<kBf16>(dk[mt][2 * np], da[mt], b0, b1);
+            mma16816<kBf16>(dk[mt][2 * np + 1], da[mt], b2, b3);
+          }
+        }
+      }
+      // dS^T rows of this warp, queries kk * 16 .. + 16, to shared memory.
+#pragma unroll
+      for (int mt = 0; mt < kMk; ++mt) {
+        const int r0 = wk0 + mt * 16 + g;
+#pragma unroll
+        for (int x = 0; x < 4; ++x)
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(
+                           sds + swz_ds<kDsChunks>(r0 + 8 * (x & 1), 2 * kk + (x >> 1)) + 4 * tq),
+                       "r"(da[mt][x]));
+      }
+    }
+  }
+  if (p.dq_acc && ntiles > 0) {
+    __syncthreads();
+    dq_tile(sds0 + ((ntiles - 1) & 1) * kDsBytes, istart + static_cast<int64_t>(ntiles - 1) * kBq);
+  }
+  cp_async_wait_all();  // nothing may be in flight at exit
+  const int hw = p.dkv_f32 ? h : hk;
+#pragma unroll
+  for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int64_t key = j0 + wk0 + mt * 16 + g + 8 * e;
+      if (key >= lk) continue;
+      const int64_t off = p.dk_row0(b) + hw * p.dk_sh + key * p.dk_sr;
+#pragma unroll
+      for (int n = 0; n < kD / 8; ++n) {
+        const int d = n * 8 + 2 * tq;
+        const float k0 = dk[mt][n][2 * e] * p.scale, k1 = dk[mt][n][2 * e + 1] * p.scale;
+        const float v0 = dv[mt][n][2 * e], v1 = dv[mt][n][2 * e + 1];
+        if (p.dkv_f32) {
+          *reinterpret_cast<float2*>(static_cast<float*>(p.dk) + off + d) = make_float2(k0, k1);
+          *reinterpret_cast<float2*>(static_cast<float*>(p.dv) + off + d) = make_float2(v0, v1);
+        } else {
+          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.dk) + off + d) =
+              pack2<kBf16>(k0, k1);
+          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.dv) + off + d) =
+              pack2<kBf16>(v0, v1);
+        }
+      }
+    }
+}
+
+// dq = the float accumulator cast to the input dtype, 8 elements a thread (n % 8 == 0).
+template <bool kBf16>
+__global__ void mma_dq_cast_kernel(const float* src, uint16_t* dst, int64_t n8) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n8) return;
+  const float4 a = reinterpret_cast<const float4*>(src)[2 * i];
+  const float4 c = reinterpret_cast<const float4*>(src)[2 * i + 1];
+  reinterpret_cast<uint4*>(dst)[i] = make_uint4(pack2<kBf16>(a.x, a.y), pack2<kBf16>(a.z, a.w),
+                                                pack2<kBf16>(c.x, c.y), pack2<kBf16>(c.z, c.w));
+}
+
+template <class T>
+bool mma_backward_supported(const FlashParams& p) {
+  const auto al = [](const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; };
+  return mma_forward_supported<T>(p) && al(p.dout) && al(p.o) && al(p.dq) &&
+         (p.dkv_f32 || (al(p.dk) && al(p.dv)));
+}
+
+// Query rows per backward tile: KILN_FLASH_BWD_BQ=16 (4 warps of 32 keys, head dim 64 only), 32
+// or 64 (8 warps of 16 keys), read once, overrides the default, for tuning runs and so the tests
+// can cover every shape. Defaults measured on an H200 (causal bf16 forward+backward,
+// bench/run_attention_bench.sh, TFLOP/s): D 64, B16 H12 T1024: Bq 16 148.8, 32 148.7, 64 145.7;
+// D 128, B4 H32 T4096: Bq 32 211.5, 64 216.9.
+constexpr int kBwdBqD64 = 32, kBwdBqD128 = 64;
+inline int mma_backward_bq(int d) {
+  static const int forced = [] {
+    const char* e = std::getenv("KILN_FLASH_BWD_BQ");
+    const int v = e ? std::atoi(e) : 0;
+    return v == 16 || v == 32 || v == 64 ? v : 0;
+  }();
+  if (forced) return forced;
+  return d == 64 ? kBwdBqD64 : kBwdBqD128;
+}
+
+// The pre-pass (Note [Flash mma backward pre-pass]) into l2buf / dlbuf ([B, Hq, pad] floats each).
+template <class T>
+void mma_backward_prep(const FlashParams& p, float* l2buf, float* dlbuf, int64_t pad,
+                       gpuStream_t stream) {
+  constexpr bool kBf16 = std::is_same_v<T, BFloat16>;
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    const int rows = 256 / (p.d / 8);
+    const dim3 grid(static_cast<unsigned>((pad + rows - 1) / rows), static_cast<unsigned>(p.hq),
+                    static_cast<unsigned>(p.b));
+    if (p.d == 64)
+      mma_bwd_prep_kernel<kBf16, 64><<<grid, 256, 0, stream>>>(p, l2buf, dlbuf, pad);
+    else
+      mma_bwd_prep_kernel<kBf16, 128><<<grid, 256, 0, stream>>>(p, l2buf, dlbuf, pad);
+  }
+}
+
+template <bool kBf16, int kD, int kBq, bool kGen, int kMk>
+void mma_backward_launch(const FlashParams& p, const float* l2buf, const float* dlbuf, int64_t pad,
+                         gpuStream_t stream) {
+  constexpr int kSmem = bwd_smem_bytes<kD, kBq>();
+  static const bool attr_set = [] {
+    return gpuFuncSetAttribute(
+               reinterpret_cast<const void*>(&mma_backward_kv_kernel<kBf16, kD, kBq, kGen, kMk>),
+               cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) == gpuSuccess;
+  }();
+  (void)attr_set;
+  const dim3 grid(static_cast<unsigned>((p.tk + kBwdBk - 1) / kBwdBk), static_cast<unsigned>(p.hq),
+                  static_cast<unsigned>(p.b));
+  mma_backward_kv_kernel<kBf16, kD, kBq, kGen, kMk>
+      <<<grid, kLanes * 8 / kMk, kSmem, stream>>>(p, l2buf, dlbuf, pad);
+}
+
+template <bool kBf16, int kD>
+void mma_backward_dispatch(const FlashParams& p, const float* l2buf, const float* dlbuf,
+                           int64_t pad, gpuStream_t stream) {
+  const bool gen = p.mask != nullptr || p.p_drop > 0.0f;
+  const int bq = mma_backward_bq(kD);
+  if (gen)  // the rare cases take one shape only
+    mma_backward_launch<kBf16, kD, 32, true, 1>(p, l2buf, dlbuf, pad, stream);
+  else if (kD == 64 && bq == 16)  // (32 keys a warp do not fit the registers at head dim 128)
+    mma_backward_launch<kBf16, 64, 16, false, 2>(p, l2buf, dlbuf, pad, stream);
+  else if (bq == 64)
+    mma_backward_launch<kBf16, kD, 64, false, 1>(p, l2buf, dlbuf, pad, stream);
+  else
+    mma_backward_launch<kBf16, kD, 32, false, 1>(p, l2buf, dlbuf, pad, stream);
+}
+
+// dk, dv (and dq into p.dq_acc when it is set) by the tensor-core kernel, after the pre-pass.
+template <class T>
+void mma_backward_kv(const FlashParams& p, const float* l2buf, const float* dlbuf, int64_t pad,
+                     gpuStream_t stream) {
+  constexpr bool kBf16 = std::is_same_v<T, BFloat16>;
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    if (p.d == 64)
+      mma_backward_dispatch<kBf16, 64>(p, l2buf, dlbuf, pad, stream);
+    else
+      mma_backward_dispatch<kBf16, 128>(p, l2buf, dlbuf, pad, stream);
+  }
+}
+
+template <class T>
+void mma_dq_cast(const float* src, void* dst, int64_t n, gpuStream_t stream) {
+  constexpr bool kBf16 = std::is_same_v<T, BFloat16>;
+  const int64_t n8 = n / 8;
+  mma_dq_cast_kernel<kBf16><<<static_cast<unsigned>((n8 + 255) / 256), 256, 0, stream>>>(
+      src, static_cast<uint16_t*>(dst), n8);
+}
+
+#else  // portable build (HIP): no tensor-core kernels here
+
+inline int64_t bwd_pad_rows(int64_t tq) { return tq; }
+template <class T>
+bool mma_backward_supported(const FlashParams&) {
+  return false;
+}
+template <class T>
+void mma_backward_prep(const FlashParams&, float*, float*, int64_t, gpuStream_t) {}
+template <class T>
+void mma_backward_kv(const FlashParams&, const float*, const float*, int64_t, gpuStream_t) {}
+template <class T>
+void mma_dq_cast(const float*, void*, int64_t, gpuStream_t) {}
+
+#endif
+
+}  // namespace kiln::gpu::flash
