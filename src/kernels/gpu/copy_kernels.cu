@@ -60,6 +60,79 @@ __global__ void cast_strided_kernel(O* out, const I* in, int64_t n, OffsetCalc<2
   }
 }
 
+// Note [Vectorized strided copies]
+// --------------------------------
+// Most copies that are not plain memcpys keep the innermost dimension unit-stride on both sides
+// (q/k/v head splits, [B, T, H, D] <-> [B, H, T, D], casts of contiguous tensors): those move
+// packs of V elements (16 bytes of the wider type) per thread, with the offset calculator in
+// units of packs. Copies whose unit-stride dimensions differ (transposes, e.g. a weight gradient
+// computed as [in, out] stored into [out, in]) go through 32x32 shared-memory tiles so that both
+// the reads and the writes are coalesced.
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+template <class O, class I, int V>
+__global__ void cast_contiguous_vec_kernel(O* out, const I* in, int64_t n) {
+  const int64_t nvec = n / V;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = tid; i < nvec; i += stride) {
+    const Pack<I, V> a = reinterpret_cast<const Pack<I, V>*>(in)[i];
+    Pack<O, V> b;
+#pragma unroll
+    for (int k = 0; k < V; ++k) b.v[k] = ::kiln::detail::convert<O>(a.v[k]);
+    reinterpret_cast<Pack<O, V>*>(out)[i] = b;
+  }
+  if (tid < n - nvec * V) out[nvec * V + tid] = ::kiln::detail::convert<O>(in[nvec * V + tid]);
+}
+
+// oc: offsets in packs of V elements.
+template <class O, class I, int V>
+__global__ void cast_strided_vec_kernel(O* out, const I* in, int64_t nvec, OffsetCalc<2> oc) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nvec;
+       i += stride) {
+    int64_t off[2];
+    oc.get(i, off);
+    const Pack<I, V> a = reinterpret_cast<const Pack<I, V>*>(in)[off[1]];
+    Pack<O, V> b;
+#pragma unroll
+    for (int k = 0; k < V; ++k) b.v[k] = ::kiln::detail::convert<O>(a.v[k]);
+    reinterpret_cast<Pack<O, V>*>(out)[off[0]] = b;
+  }
+}
+
+// Batched transpose: out[b][r][c] (c unit-stride in out) <- in[b][r][c] (r unit-stride in in),
+// with r in [0, rows), c in [0, cols); `batch` gives the batch offsets (operand 0 out, 1 in).
+constexpr int kTile = 32, kTileRows = 8;
+
+template <class O, class I>
+__global__ void __launch_bounds__(kTile* kTileRows)
+    transpose_kernel(O* out, const I* in, int64_t rows, int64_t cols, int64_t out_rs, int64_t in_cs,
+                     int64_t tiles_c, int64_t nbatch, OffsetCalc<2> batch) {
+  __shared__ I tile[kTile][kTile + 1];
+  const int64_t tiles = blockIdx.x;
+  const int64_t tr = tiles / tiles_c, tc = tiles - tr * tiles_c;
+  const int64_t b = blockIdx.y + static_cast<int64_t>(blockIdx.z) * gridDim.y;
+  if (b >= nbatch) return;
+  int64_t off[2];
+  batch.get(b, off);
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  // Read: r varies fastest in memory on the input side, so threads walk r.
+  for (int k = ty; k < kTile; k += kTileRows) {
+    const int64_t r = tr * kTile + tx, c = tc * kTile + k;
+    if (r < rows && c < cols) tile[k][tx] = in[off[1] + r + c * in_cs];
+  }
+  __syncthreads();
+  for (int k = ty; k < kTile; k += kTileRows) {
+    const int64_t r = tr * kTile + k, c = tc * kTile + tx;
+    if (r < rows && c < cols)
+      out[off[0] + r * out_rs + c] = ::kiln::detail::convert<O>(tile[tx][k]);
+  }
+}
+
 // Contiguous fill with 16-byte stores (`out` is 16-byte aligned): memory-bound, so the store
 // width decides the bandwidth. The last n % (16 / sizeof(O)) elements are stored one by one.
 template <class O>
@@ -135,6 +208,105 @@ bool same_layout_contiguous(const Tensor& dst, const Tensor& src) {
          src.is_contiguous();
 }
 
+bool half_or_float(DType d) {
+  return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16;
+}
+
+// The offset calculator of oc in packs of v elements, when the innermost dimension is unit-stride
+// and a multiple of v on both sides and every other stride a multiple of v.
+bool pack_offsets(const OffsetCalc<2>& oc, int v, OffsetCalc<2>& packed) {
+  const int in = oc.ndim - 1;
+  if (oc.strides[0][in] != 1 || oc.strides[1][in] != 1 || oc.sizes[in] % v != 0) return false;
+  packed = oc;
+  packed.sizes[in] = oc.sizes[in] / v;
+  for (int d = 0; d < in; ++d)
+    for (int k = 0; k < 2; ++k) {
+      if (oc.strides[k][d] % v != 0) return false;
+      packed.strides[k][d] = oc.strides[k][d] / v;
+    }
+  return true;
+}
+
+bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// A batched transpose view of oc: dst unit-stride in its innermost dim c, src unit-stride in
+// another dim r (neither broadcast); the other dims become the batch.
+struct TransposePlan {
+  int64_t rows = 0, cols = 0, out_rs = 0, in_cs = 0;
+  OffsetCalc<2> batch;
+  int64_t nbatch = 1;
+};
+
+bool transpose_plan(const OffsetCalc<2>& oc, TransposePlan& t) {
+  const int c = oc.ndim - 1;
+  if (oc.ndim < 2 || oc.strides[0][c] != 1 || oc.strides[1][c] == 1) return false;
+  int r = -1;
+  for (int d = 0; d < c; ++d)
+    if (oc.strides[1][d] == 1) r = d;
+  if (r < 0 || oc.strides[0][r] == 0 || oc.strides[1][c] == 0) return false;
+  if (oc.sizes[r] < kTile || oc.sizes[c] < kTile) return false;  // thin: the plain kernel is fine
+  t.rows = oc.sizes[r];
+  t.cols = oc.sizes[c];
+  t.out_rs = oc.strides[0][r];
+  t.in_cs = oc.strides[1][c];
+  int m = 0;
+  for (int d = 0; d < oc.ndim; ++d) {
+    if (d == r || d == c) continue;
+    t.batch.sizes[m] = oc.sizes[d];
+    t.batch.strides[0][m] = oc.strides[0][d];
+    t.batch.strides[1][m] = oc.strides[1][d];
+    t.nbatch *= oc.sizes[d];
+    ++m;
+  }
+  if (m == 0) {
+    t.batch.sizes[0] = 1;
+    t.batch.strides[0][0] = t.batch.strides[1][0] = 0;
+    m = 1;
+  }
+  t.batch.ndim = m;
+  return t.nbatch <= (int64_t{65535} * 65535);
+}
+
+template <class O, class I>
+void launch_transpose(O* o, const I* i, const TransposePlan& t, StreamHandle stream) {
+  const int64_t tiles_r = (t.rows + kTile - 1) / kTile, tiles_c = (t.cols + kTile - 1) / kTile;
+  const int64_t by = t.nbatch < 65535 ? t.nbatch : 65535;
+  const dim3 grid(static_cast<unsigned>(tiles_r * tiles_c), static_cast<unsigned>(by),
+                  static_cast<unsigned>((t.nbatch + by - 1) / by));
+  transpose_kernel<O, I><<<grid, dim3(kTile, kTileRows), 0, as_stream(stream)>>>(
+      o, i, t.rows, t.cols, t.out_rs, t.in_cs, tiles_c, t.nbatch, t.batch);
+}
+
+// The fast paths of device_cast_copy (Note [Vectorized strided copies]) for element types O, I;
+// false when none applies.
+template <class O, class I>
+bool fast_copy(O* o, const I* i, int64_t n, const OffsetCalc<2>& oc, bool contiguous,
+               StreamHandle stream) {
+  constexpr int V = static_cast<int>(16 / (sizeof(O) > sizeof(I) ? sizeof(O) : sizeof(I)));
+  if constexpr (V > 1) {
+    const bool aligned = aligned_to(o, sizeof(O) * V) && aligned_to(i, sizeof(I) * V);
+    if (aligned && contiguous) {
+      const int64_t blocks = (n / V + kThreads - 1) / kThreads;
+      cast_contiguous_vec_kernel<O, I, V>
+          <<<blocks_for(blocks > 0 ? blocks * kThreads : V), kThreads, 0, as_stream(stream)>>>(o, i,
+                                                                                               n);
+      return true;
+    }
+    OffsetCalc<2> packed;
+    if (aligned && !contiguous && pack_offsets(oc, V, packed)) {
+      cast_strided_vec_kernel<O, I, V>
+          <<<blocks_for(n / V), kThreads, 0, as_stream(stream)>>>(o, i, n / V, packed);
+      return true;
+    }
+  }
+  TransposePlan t;
+  if (!contiguous && transpose_plan(oc, t)) {
+    launch_transpose(o, i, t, stream);
+    return true;
+  }
+  return false;
+}
+
 // dst <- src (broadcast, cast) with both on the current device, queued on `stream`.
 void device_cast_copy(const Tensor& dst, const Tensor& src, StreamHandle stream) {
   int64_t n = dst.numel();
@@ -155,6 +327,7 @@ void device_cast_copy(const Tensor& dst, const Tensor& src, StreamHandle stream)
       using R = RawT<Size>;
       auto* o = static_cast<R*>(dst.data_ptr());
       auto* i = static_cast<const R*>(src.data_ptr());
+      if (Size < 16 && fast_copy(o, i, n, oc, contiguous, stream)) return;
       if (contiguous)
         cast_contiguous_kernel<R, R><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(o, i, n);
       else
@@ -177,6 +350,21 @@ void device_cast_copy(const Tensor& dst, const Tensor& src, StreamHandle stream)
         run.template operator()<16>();
         break;
     }
+  } else if (half_or_float(dst.dtype()) && half_or_float(src.dtype()) && [&] {
+               bool done = false;
+               ::kiln::detail::dispatch_types<::kiln::detail::kFloatMask>(
+                   dst.dtype(), "copy_", [&]<class O>() {
+                     ::kiln::detail::dispatch_types<::kiln::detail::kFloatMask>(
+                         src.dtype(), "copy_", [&]<class I>() {
+                           if constexpr (sizeof(O) <= 4 && sizeof(I) <= 4)
+                             done = fast_copy(static_cast<O*>(dst.data_ptr()),
+                                              static_cast<const I*>(src.data_ptr()), n, oc,
+                                              contiguous, stream);
+                         });
+                   });
+               return done;
+             }()) {
+    // autocast's casts: done by fast_copy.
   } else {
     ::kiln::detail::dispatch_types<::kiln::detail::kAllMask>(dst.dtype(), "copy_", [&]<class O>() {
       ::kiln::detail::dispatch_types<::kiln::detail::kAllMask>(

@@ -22,6 +22,7 @@ void register_nn_kernels(KernelRegistry& r);           // nn_kernels.cu
 void register_conv_kernels(KernelRegistry& r);         // conv_kernels.cu
 void register_attention_kernels(KernelRegistry& r);    // attention/attention_kernels.cu
 void register_foreach_kernels(KernelRegistry& r);      // foreach_kernels.cu (optim)
+void register_linear_gelu_hooks();                     // linear_gelu.cu (nn linear_gelu)
 
 void register_op_kernels(KernelRegistry& r) {
   register_unary_math_kernels(r);
@@ -39,6 +40,7 @@ void register_op_kernels(KernelRegistry& r) {
   register_conv_kernels(r);
   register_attention_kernels(r);
   register_foreach_kernels(r);
+  register_linear_gelu_hooks();
   r.set(OpId::Bmm, kCUDA, &bmm_kernel);  // backend/gpu/blas.cu
 }
 
