@@ -60,6 +60,17 @@ void set_vjp(OpId id, VjpFn fn, uint32_t saves);
 inline Tensor scalar_like(const Scalar& s) { return wrap_scalar(s); }
 // conj() for complex tensors, identity otherwise (Wirtinger: grad_in = grad * conj(df/dz)).
 inline Tensor conj_if(const Tensor& t) { return t.is_complex() ? kiln::conj_physical(t) : t; }
+
+inline Scalar conj_scalar(const Scalar& s) {
+  if (!s.is_complex()) return s;
+  auto z = s.to<complex<double>>();
+  return Scalar(complex<double>(z.real(), -z.imag()));
+}
+
+// True when multiplying by s changes nothing (a real 1: the alpha/beta that a + b, linear and
+// matmul pass); vjps skip that multiply, a kernel launch over the whole gradient.
+inline bool is_one(const Scalar& s) { return !s.is_complex() && s.to<double>() == 1.0; }
+inline Tensor times(const Tensor& g, const Scalar& s) { return is_one(s) ? g : g * s; }
 // Re-inserts reduced dims (attrs.ints, keepdim=false) so g broadcasts against the input.
 Tensor unsqueeze_reduced(const Tensor& g, IntArrayRef dims, int64_t in_dim, bool keepdim);
 

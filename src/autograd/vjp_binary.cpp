@@ -6,12 +6,6 @@ namespace kiln::detail {
 
 namespace {
 
-Scalar conj_scalar(const Scalar& s) {
-  if (!s.is_complex()) return s;
-  auto z = s.to<complex<double>>();
-  return Scalar(complex<double>(z.real(), -z.imag()));
-}
-
 Tensor masked(const Tensor& cond, const Tensor& g) {
   return kiln::where(cond, g, kiln::zeros_like(g));
 }
@@ -24,7 +18,7 @@ void register_binary_vjps() {
       [](VjpContext& c) {
         Tensor g = c.grad();
         c.set(0, g);
-        if (c.needs(1)) c.set(1, c.attrs().has_s0 ? g * conj_scalar(c.attrs().s0) : g);
+        if (c.needs(1)) c.set(1, c.attrs().has_s0 ? times(g, conj_scalar(c.attrs().s0)) : g);
       },
       0);
   set_vjp(
@@ -32,7 +26,8 @@ void register_binary_vjps() {
       [](VjpContext& c) {
         Tensor g = c.grad();
         c.set(0, g);
-        if (c.needs(1)) c.set(1, c.attrs().has_s0 ? g * -conj_scalar(c.attrs().s0) : -g);
+        if (c.needs(1))
+          c.set(1, c.attrs().has_s0 && !is_one(c.attrs().s0) ? g * -conj_scalar(c.attrs().s0) : -g);
       },
       0);
   set_vjp(

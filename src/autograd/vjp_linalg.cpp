@@ -4,14 +4,6 @@
 
 namespace kiln::detail {
 
-namespace {
-Scalar conj_scalar(const Scalar& s) {
-  if (!s.is_complex()) return s;
-  auto z = s.to<complex<double>>();
-  return Scalar(complex<double>(z.real(), -z.imag()));
-}
-}  // namespace
-
 void register_linalg_vjps() {
   set_vjp(
       OpId::Bmm,
@@ -21,17 +13,17 @@ void register_linalg_vjps() {
         Scalar alpha = conj_scalar(c.attrs().has_s0 ? c.attrs().s0 : Scalar(1));
         if (c.needs(0)) {
           // d/da of a @ b: g @ b^H; with op = conj the result is conjugated.
-          Tensor ga = kiln::bmm(g, conj_if(c.in(1)).mT()) * alpha;
+          Tensor ga = times(kiln::bmm(g, conj_if(c.in(1)).mT()), alpha);
           c.set(0, conj_a ? conj_if(ga) : ga);
         }
         if (c.needs(1)) {
           Tensor a = c.in(0);
           Tensor ah = conj_a ? a.mT() : conj_if(a).mT();
-          c.set(1, kiln::bmm(ah, g) * alpha);
+          c.set(1, times(kiln::bmm(ah, g), alpha));
         }
         if (c.n_in() > 2 && c.needs(2)) {
           Scalar beta = conj_scalar(c.attrs().has_s1 ? c.attrs().s1 : Scalar(1));
-          c.set(2, g * beta);
+          c.set(2, times(g, beta));
         }
       },
       kIn0 | kIn1);
