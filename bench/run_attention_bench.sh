@@ -36,7 +36,8 @@ case "${1:-}" in
     # (KILN_FLASH_FWD_WARPS, src/kernels/gpu/attention/flash_mma.cuh), one table each. The other
     # tuning variables (read by the kernels, so they apply to every run here): KILN_FLASH_FWD_M=1|2
     # (m16 tiles per forward warp at head dim 64), KILN_FLASH_BWD_BQ=16|32|64 (backward query tile,
-    # flash_mma_bwd.cuh).
+    # flash_mma_bwd.cuh), KILN_FLASH_BWD_PHASED=0|1 (order of the plain backward kernel's products,
+    # Note [Flash mma backward phases]).
     "$stage/gpu_attention_bench" | tee "$out/kiln_attention.jsonl"
     for w in ${KILN_BENCH_FWD_WARPS:-}; do
       KILN_FLASH_FWD_WARPS=$w "$stage/gpu_attention_bench" | tee "$out/kiln_attention_w$w.jsonl"

@@ -101,16 +101,18 @@ __device__ inline uint32_t swz_ds(int r, int c) {
 // and dropout in; the plain instantiation (the common case) only masks the causal diagonal and the
 // key tail. kBq 32 at head dim 64 keeps the kMk = 1 kernel's fragments in 128 registers: 2 blocks
 // per SM (kMk = 2 measured no faster, though it moves half the shared-memory bytes). Profile at
-// B16 H12 T1024 D64 on an H200 (ncu): 388 us, issue slots 43% busy, tensor pipe 31%, shared-memory
-// wavefronts 60%; the top stall is short scoreboard (ldmatrix results used right after issue: at
-// 128 registers the compiler cannot load fragments ahead). Next: P and dS through shared memory
-// with 2-D warp tiles (FlashAttention-2's layout), or wgmma on Hopper.
+// B16 H12 T1024 D64 on an H200 (ncu, before the phased order below): 388 us, issue slots 43% busy,
+// tensor pipe 31%, shared-memory wavefronts 60%; the top stall is short scoreboard (ldmatrix
+// results used right after issue: at 128 registers the compiler cannot load fragments ahead). The
+// plain kernel runs a tile's products in the order of Note [Flash mma backward phases] (GPT-2
+// shape forward+backward 151 -> 157 TFLOP/s). Next: P and dS through shared memory with 2-D warp
+// tiles (FlashAttention-2's layout), or wgmma on Hopper.
 template <int kD, int kBq, bool kGen, int kMk>
 constexpr int bwd_min_blocks() {
   return kMk == 2 ? 2 : (kD == 64 && kBq == 32 && !kGen ? 2 : 1);
 }
 
-template <bool kBf16, int kD, int kBq, bool kGen, int kMk>
+template <bool kBf16, int kD, int kBq, bool kGen, int kMk, bool kPhased>
 __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGen, kMk>()))
     mma_backward_kv_kernel(FlashParams p, const float* l2buf, const float* dlbuf, int64_t pad) {
   constexpr int kWarpsB = 8 / kMk, kThreads = kWarpsB * kLanes, kWk = 16 * kMk;
@@ -220,17 +222,185 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
     const uint32_t sds = sds0 + (t & 1) * kDsBytes;
     if (p.dq_acc && t > 0) dq_tile(sds0 + ((t - 1) & 1) * kDsBytes, i0 - kBq);
     // Causal: when every query of the tile precedes this warp's keys, P^T and dS^T are 0: the warp
-    // skips its products (its dS^T rows, all 0, still go to shared memory for dQ).
-    const bool wskip = p.causal && i0 + kBq - 1 < j0 + wk0;
-
-    float st[kMk][kN][4], dp[kMk][kN][4];
+    // only writes its dS^T rows, all 0, to shared memory for dQ. (Skipping here, not around each
+    // product loop, leaves the tile's work one straight-line block for the scheduler.)
+    if (p.causal && i0 + kBq - 1 < j0 + wk0) {
 #pragma unroll
-    for (int mt = 0; mt < kMk; ++mt)
+      for (int kk = 0; kk < kBq / 16; ++kk)
 #pragma unroll
-      for (int n = 0; n < kN; ++n)
+        for (int mt = 0; mt < kMk; ++mt)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) st[mt][n][r] = dp[mt][n][r] = 0.0f;
-    if (!wskip) {
+          for (int x = 0; x < 4; ++x)
+            asm volatile(
+                "st.shared.b32 [%0], %1;\n" ::"r"(
+                    sds + swz_ds<kDsChunks>(wk0 + mt * 16 + g + 8 * (x & 1), 2 * kk + (x >> 1)) +
+                    4 * tq),
+                "r"(0u));
+      continue;
+    }
+    if constexpr (!kGen && kPhased) {
+      // Note [Flash mma backward phases]: the plain kernel orders a tile's work so that at most one
+      // score-sized accumulator is live next to dK / dV: S^T = K Q^T, then P^T (rounded to the
+      // input dtype, 8 registers where the float S^T took 16), then dV += P^T dO, then
+      // dP^T = V dO^T, dS^T = P^T (dP^T - dl) from the rounded P^T, dK += dS^T Q. The registers
+      // this frees let the compiler load fragments ahead, and the exp2 of P^T has the independent
+      // dV and dP^T products to overlap with. Measured on an H200 (causal bf16 forward+backward,
+      // bench/run_attention_bench.sh, TFLOP/s, one run): B16 H12 T1024 D64 (Bq 32) 151.2 before,
+      // 154.6 with the causal skip hoisted out of the product loops alone
+      // (KILN_FLASH_BWD_PHASED=0), 156.5 phased; B4 H32 T4096 D128 (Bq 64) 225.6, 226.7, 231.6.
+      // Rounding P^T before dS^T adds one input-dtype rounding to dS^T, which is rounded to it for
+      // the dK / dQ products anyway.
+      uint32_t pa[kMk][kBq / 16][4];
+      {
+        float st[kMk][kN][4];
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+          for (int n = 0; n < kN; ++n)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) st[mt][n][r] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < kD / 16; ++kk) {
+          uint32_t ka[kMk][4];
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt)
+            ldsm_x4(sk + swz_at<kChunks>(lo_a, wk0 + mt * 16, kk * 2), ka[mt][0], ka[mt][1],
+                    ka[mt][2], ka[mt][3]);
+#pragma unroll
+          for (int np = 0; np < kBq / 16; ++np) {
+            uint32_t b0, b1, b2, b3;
+            ldsm_x4(sq + swz_at<kChunks>(lo_b, np * 16, kk * 2), b0, b1, b2, b3);
+#pragma unroll
+            for (int mt = 0; mt < kMk; ++mt) {
+              mma16816<kBf16>(st[mt][2 * np], ka[mt], b0, b1);
+              mma16816<kBf16>(st[mt][2 * np + 1], ka[mt], b2, b3);
+            }
+          }
+        }
+        // P^T; fragment element r of st[mt][n] is key wk0 + mt 16 + g + 8 (r >> 1), query
+        // n 8 + 2 tq + (r & 1) of the tile.
+        const bool edge = j0 + kBwdBk > lk || (p.causal && i0 < j0 + kBwdBk - 1);
+        const int qrel = static_cast<int>(i0 - j0);  // causal: key kl is seen by query qi iff
+                                                     // kl <= qrel + qi
+#pragma unroll
+        for (int n = 0; n < kN; ++n) {
+          float l2v[2];
+          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                       : "=f"(l2v[0]), "=f"(l2v[1])
+                       : "r"(sl + (n * 8 + 2 * tq) * 4));
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              const int qi = n * 8 + 2 * tq + (r & 1), kl = wk0 + mt * 16 + g + 8 * (r >> 1);
+              float x = fmaf(st[mt][n][r], sl2, -l2v[r & 1]);  // l2 = +inf: rows without weights
+              if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = mma_neg_inf();
+              st[mt][n][r] = fast_exp2(x);
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < kBq / 16; ++kk) {
+            pa[mt][kk][0] = pack2<kBf16>(st[mt][2 * kk][0], st[mt][2 * kk][1]);
+            pa[mt][kk][1] = pack2<kBf16>(st[mt][2 * kk][2], st[mt][2 * kk][3]);
+            pa[mt][kk][2] = pack2<kBf16>(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
+            pa[mt][kk][3] = pack2<kBf16>(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
+          }
+      }
+      // dV += P^T dO (k = the kBq queries of the tile).
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+        for (int np = 0; np < kD / 16; ++np) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4_t(sdo + swz_at<kChunks>(lo_t, kk * 16, np * 2), b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt) {
+            mma16816<kBf16>(dv[mt][2 * np], pa[mt][kk], b0, b1);
+            mma16816<kBf16>(dv[mt][2 * np + 1], pa[mt][kk], b2, b3);
+          }
+        }
+      // dP^T = V dO^T, then dS^T = P^T (dP^T - dl) in place.
+      float dp[kMk][kN][4];
+#pragma unroll
+      for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+        for (int n = 0; n < kN; ++n)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) dp[mt][n][r] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kD / 16; ++kk) {
+        uint32_t va[kMk][4];
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt)
+          ldsm_x4(sv + swz_at<kChunks>(lo_a, wk0 + mt * 16, kk * 2), va[mt][0], va[mt][1],
+                  va[mt][2], va[mt][3]);
+#pragma unroll
+        for (int np = 0; np < kBq / 16; ++np) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4(sdo + swz_at<kChunks>(lo_b, np * 16, kk * 2), b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt) {
+            mma16816<kBf16>(dp[mt][2 * np], va[mt], b0, b1);
+            mma16816<kBf16>(dp[mt][2 * np + 1], va[mt], b2, b3);
+          }
+        }
+      }
+#pragma unroll
+      for (int n = 0; n < kN; ++n) {
+        float dlv[2];
+        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                     : "=f"(dlv[0]), "=f"(dlv[1])
+                     : "r"(sdl + (n * 8 + 2 * tq) * 4));
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const uint32_t w = pa[mt][n / 2][(n & 1) * 2 + e];  // P^T of elements 2 e, 2 e + 1
+            dp[mt][n][2 * e] = to_f32<kBf16>(w & 0xffffu) * (dp[mt][n][2 * e] - dlv[0]);
+            dp[mt][n][2 * e + 1] = to_f32<kBf16>(w >> 16) * (dp[mt][n][2 * e + 1] - dlv[1]);
+          }
+      }
+      // dK += dS^T Q (k = the kBq queries of the tile); dS^T to shared memory for dQ.
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk) {
+        uint32_t da[kMk][4];
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt) {
+          da[mt][0] = pack2<kBf16>(dp[mt][2 * kk][0], dp[mt][2 * kk][1]);
+          da[mt][1] = pack2<kBf16>(dp[mt][2 * kk][2], dp[mt][2 * kk][3]);
+          da[mt][2] = pack2<kBf16>(dp[mt][2 * kk + 1][0], dp[mt][2 * kk + 1][1]);
+          da[mt][3] = pack2<kBf16>(dp[mt][2 * kk + 1][2], dp[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int np = 0; np < kD / 16; ++np) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4_t(sq + swz_at<kChunks>(lo_t, kk * 16, np * 2), b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < kMk; ++mt) {
+            mma16816<kBf16>(dk[mt][2 * np], da[mt], b0, b1);
+            mma16816<kBf16>(dk[mt][2 * np + 1], da[mt], b2, b3);
+          }
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt) {
+          const int r0 = wk0 + mt * 16 + g;
+#pragma unroll
+          for (int x = 0; x < 4; ++x)
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(
+                             sds + swz_ds<kDsChunks>(r0 + 8 * (x & 1), 2 * kk + (x >> 1)) + 4 * tq),
+                         "r"(da[mt][x]));
+        }
+      }
+    } else {  // mask / dropout, or KILN_FLASH_BWD_PHASED=0: P^T and dS^T together
+      float st[kMk][kN][4], dp[kMk][kN][4];
+#pragma unroll
+      for (int mt = 0; mt < kMk; ++mt)
+#pragma unroll
+        for (int n = 0; n < kN; ++n)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) st[mt][n][r] = dp[mt][n][r] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) {
         uint32_t ka[kMk][4], va[kMk][4];
@@ -258,70 +428,67 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
           }
         }
       }
-    }
-    // P^T, Z P^T (into st) and dS^T (into dp). Fragment element r of st[mt][n] is key
-    // wk0 + mt 16 + g + 8 (r >> 1), query n 8 + 2 tq + (r & 1) of the tile.
-    const bool edge = j0 + kBwdBk > lk || (p.causal && i0 < j0 + kBwdBk - 1) || mask != nullptr;
-    const int qrel =
-        static_cast<int>(i0 - j0);  // causal: key kl is seen by query qi iff kl <= qrel + qi
+      // P^T, Z P^T (into st) and dS^T (into dp). Fragment element r of st[mt][n] is key
+      // wk0 + mt 16 + g + 8 (r >> 1), query n 8 + 2 tq + (r & 1) of the tile.
+      const bool edge = j0 + kBwdBk > lk || (p.causal && i0 < j0 + kBwdBk - 1) || mask != nullptr;
+      const int qrel = static_cast<int>(i0 - j0);
 #pragma unroll
-    for (int n = 0; n < kN; ++n) {
-      float l2v[2], dlv[2];
-      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                   : "=f"(l2v[0]), "=f"(l2v[1])
-                   : "r"(sl + (n * 8 + 2 * tq) * 4));
-      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                   : "=f"(dlv[0]), "=f"(dlv[1])
-                   : "r"(sdl + (n * 8 + 2 * tq) * 4));
+      for (int n = 0; n < kN; ++n) {
+        float l2v[2], dlv[2];
+        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                     : "=f"(l2v[0]), "=f"(l2v[1])
+                     : "r"(sl + (n * 8 + 2 * tq) * 4));
+        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                     : "=f"(dlv[0]), "=f"(dlv[1])
+                     : "r"(sdl + (n * 8 + 2 * tq) * 4));
 #pragma unroll
-      for (int mt = 0; mt < kMk; ++mt)
+        for (int mt = 0; mt < kMk; ++mt)
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int qi = n * 8 + 2 * tq + c;
+          for (int c = 0; c < 2; ++c) {
+            const int qi = n * 8 + 2 * tq + c;
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int r = 2 * e + c, kl = wk0 + mt * 16 + g + 8 * e;
-            float x = fmaf(st[mt][n][r], sl2, -l2v[c]);  // l2 = +inf: rows without weights
-            if constexpr (kGen) {
-              const int64_t i = i0 + qi, j = j0 + kl;
-              bool ok = true;
-              if (edge) {
-                ok = i < lq && j < lk && !(p.causal && j > i);
-                if (ok && mask) x += mask[p.mask_at(b, h, i, j)] * kLog2eF;
+            for (int e = 0; e < 2; ++e) {
+              const int r = 2 * e + c, kl = wk0 + mt * 16 + g + 8 * e;
+              float x = fmaf(st[mt][n][r], sl2, -l2v[c]);  // l2 = +inf: rows without weights
+              if constexpr (kGen) {
+                const int64_t i = i0 + qi, j = j0 + kl;
+                bool ok = true;
+                if (edge) {
+                  ok = i < lq && j < lk && !(p.causal && j > i);
+                  if (ok && mask) x += mask[p.mask_at(b, h, i, j)] * kLog2eF;
+                }
+                const float pr = ok ? fast_exp2(x) : 0.0f;
+                float z = 1.0f;
+                if (p.p_drop > 0.0f)
+                  z = (ok && keep_element(p.seed, p.offset, drop_index(p, b, h, i, j), p.p_drop))
+                          ? p.rp_drop
+                          : 0.0f;
+                dp[mt][n][r] = pr * (dp[mt][n][r] * z - dlv[c]);
+                st[mt][n][r] = pr * z;
+              } else {
+                if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = mma_neg_inf();
+                const float pr = fast_exp2(x);
+                dp[mt][n][r] = pr * (dp[mt][n][r] - dlv[c]);
+                st[mt][n][r] = pr;
               }
-              const float pr = ok ? fast_exp2(x) : 0.0f;
-              float z = 1.0f;
-              if (p.p_drop > 0.0f)
-                z = (ok && keep_element(p.seed, p.offset, drop_index(p, b, h, i, j), p.p_drop))
-                        ? p.rp_drop
-                        : 0.0f;
-              dp[mt][n][r] = pr * (dp[mt][n][r] * z - dlv[c]);
-              st[mt][n][r] = pr * z;
-            } else {
-              if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = mma_neg_inf();
-              const float pr = fast_exp2(x);
-              dp[mt][n][r] = pr * (dp[mt][n][r] - dlv[c]);
-              st[mt][n][r] = pr;
             }
           }
-        }
-    }
-    // dV += (Z P)^T dO, dK += dS^T Q (k = the kBq queries of the tile).
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) {
-      uint32_t pa[kMk][4], da[kMk][4];
-#pragma unroll
-      for (int mt = 0; mt < kMk; ++mt) {
-        pa[mt][0] = pack2<kBf16>(st[mt][2 * kk][0], st[mt][2 * kk][1]);
-        pa[mt][1] = pack2<kBf16>(st[mt][2 * kk][2], st[mt][2 * kk][3]);
-        pa[mt][2] = pack2<kBf16>(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
-        pa[mt][3] = pack2<kBf16>(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
-        da[mt][0] = pack2<kBf16>(dp[mt][2 * kk][0], dp[mt][2 * kk][1]);
-        da[mt][1] = pack2<kBf16>(dp[mt][2 * kk][2], dp[mt][2 * kk][3]);
-        da[mt][2] = pack2<kBf16>(dp[mt][2 * kk + 1][0], dp[mt][2 * kk + 1][1]);
-        da[mt][3] = pack2<kBf16>(dp[mt][2 * kk + 1][2], dp[mt][2 * kk + 1][3]);
       }
-      if (!wskip) {
+      // dV += (Z P)^T dO, dK += dS^T Q (k = the kBq queries of the tile).
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk) {
+        uint32_t pa[kMk][4], da[kMk][4];
+#pragma unroll
+        for (int mt = 0; mt < kMk; ++mt) {
+          pa[mt][0] = pack2<kBf16>(st[mt][2 * kk][0], st[mt][2 * kk][1]);
+          pa[mt][1] = pack2<kBf16>(st[mt][2 * kk][2], st[mt][2 * kk][3]);
+          pa[mt][2] = pack2<kBf16>(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack2<kBf16>(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
+          da[mt][0] = pack2<kBf16>(dp[mt][2 * kk][0], dp[mt][2 * kk][1]);
+          da[mt][1] = pack2<kBf16>(dp[mt][2 * kk][2], dp[mt][2 * kk][3]);
+          da[mt][2] = pack2<kBf16>(dp[mt][2 * kk + 1][0], dp[mt][2 * kk + 1][1]);
+          da[mt][3] = pack2<kBf16>(dp[mt][2 * kk + 1][2], dp[mt][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int np = 0; np < kD / 16; ++np) {
           const uint32_t off = swz_at<kChunks>(lo_t, kk * 16, np * 2);
@@ -339,16 +506,16 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
             mma16816<kBf16>(dk[mt][2 * np + 1], da[mt], b2, b3);
           }
         }
-      }
-      // dS^T rows of this warp, queries kk * 16 .. + 16, to shared memory.
+        // dS^T rows of this warp, queries kk * 16 .. + 16, to shared memory.
 #pragma unroll
-      for (int mt = 0; mt < kMk; ++mt) {
-        const int r0 = wk0 + mt * 16 + g;
+        for (int mt = 0; mt < kMk; ++mt) {
+          const int r0 = wk0 + mt * 16 + g;
 #pragma unroll
-        for (int x = 0; x < 4; ++x)
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(
-                           sds + swz_ds<kDsChunks>(r0 + 8 * (x & 1), 2 * kk + (x >> 1)) + 4 * tq),
-                       "r"(da[mt][x]));
+          for (int x = 0; x < 4; ++x)
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(
+                             sds + swz_ds<kDsChunks>(r0 + 8 * (x & 1), 2 * kk + (x >> 1)) + 4 * tq),
+                         "r"(da[mt][x]));
+        }
       }
     }
   }
@@ -405,7 +572,8 @@ bool mma_backward_supported(const FlashParams& p) {
 // or 64 (8 warps of 16 keys), read once, overrides the default, for tuning runs and so the tests
 // can cover every shape. Defaults measured on an H200 (causal bf16 forward+backward,
 // bench/run_attention_bench.sh, TFLOP/s): D 64, B16 H12 T1024: Bq 16 148.8, 32 148.7, 64 145.7;
-// D 128, B4 H32 T4096: Bq 32 211.5, 64 216.9.
+// D 128, B4 H32 T4096: Bq 32 211.5, 64 216.9. With the phased order: D 64 Bq 16 157.4, 32 156.8
+// (within run-to-run noise: 32 kept); D 128 Bq 32 223.9, 64 231.6.
 constexpr int kBwdBqD64 = 32, kBwdBqD128 = 64;
 inline int mma_backward_bq(int d) {
   static const int forced = [] {
@@ -415,6 +583,18 @@ inline int mma_backward_bq(int d) {
   }();
   if (forced) return forced;
   return d == 64 ? kBwdBqD64 : kBwdBqD128;
+}
+
+// Order of the plain backward kernel's per-tile work: phased (Note [Flash mma backward phases])
+// unless KILN_FLASH_BWD_PHASED=0 (P^T and dS^T computed together, as the mask / dropout kernel
+// does), read once; a tuning knob the tests also run under.
+constexpr bool kBwdPhased = true;
+inline bool mma_backward_phased() {
+  static const bool v = [] {
+    const char* e = std::getenv("KILN_FLASH_BWD_PHASED");
+    return e && (e[0] == '0' || e[0] == '1') ? e[0] == '1' : kBwdPhased;
+  }();
+  return v;
 }
 
 // The pre-pass (Note [Flash mma backward pre-pass]) into l2buf / dlbuf ([B, Hq, pad] floats each).
@@ -433,20 +613,32 @@ void mma_backward_prep(const FlashParams& p, float* l2buf, float* dlbuf, int64_t
   }
 }
 
-template <bool kBf16, int kD, int kBq, bool kGen, int kMk>
+template <bool kBf16, int kD, int kBq, bool kGen, int kMk, bool kPhased = false>
 void mma_backward_launch(const FlashParams& p, const float* l2buf, const float* dlbuf, int64_t pad,
                          gpuStream_t stream) {
   constexpr int kSmem = bwd_smem_bytes<kD, kBq>();
   static const bool attr_set = [] {
-    return gpuFuncSetAttribute(
-               reinterpret_cast<const void*>(&mma_backward_kv_kernel<kBf16, kD, kBq, kGen, kMk>),
-               cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) == gpuSuccess;
+    return gpuFuncSetAttribute(reinterpret_cast<const void*>(
+                                   &mma_backward_kv_kernel<kBf16, kD, kBq, kGen, kMk, kPhased>),
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) == gpuSuccess;
   }();
   (void)attr_set;
   const dim3 grid(static_cast<unsigned>((p.tk + kBwdBk - 1) / kBwdBk), static_cast<unsigned>(p.hq),
                   static_cast<unsigned>(p.b));
-  mma_backward_kv_kernel<kBf16, kD, kBq, kGen, kMk>
+  mma_backward_kv_kernel<kBf16, kD, kBq, kGen, kMk, kPhased>
       <<<grid, kLanes * 8 / kMk, kSmem, stream>>>(p, l2buf, dlbuf, pad);
+}
+
+// The plain (no mask, no dropout) kernels by query tile.
+template <bool kBf16, int kD, bool kPhased>
+void mma_backward_plain(const FlashParams& p, const float* l2buf, const float* dlbuf, int64_t pad,
+                        int bq, gpuStream_t stream) {
+  if (kD == 64 && bq == 16)  // (32 keys a warp do not fit the registers at head dim 128)
+    mma_backward_launch<kBf16, 64, 16, false, 2, kPhased>(p, l2buf, dlbuf, pad, stream);
+  else if (bq == 64)
+    mma_backward_launch<kBf16, kD, 64, false, 1, kPhased>(p, l2buf, dlbuf, pad, stream);
+  else
+    mma_backward_launch<kBf16, kD, 32, false, 1, kPhased>(p, l2buf, dlbuf, pad, stream);
 }
 
 template <bool kBf16, int kD>
@@ -456,12 +648,10 @@ void mma_backward_dispatch(const FlashParams& p, const float* l2buf, const float
   const int bq = mma_backward_bq(kD);
   if (gen)  // the rare cases take one shape only
     mma_backward_launch<kBf16, kD, 32, true, 1>(p, l2buf, dlbuf, pad, stream);
-  else if (kD == 64 && bq == 16)  // (32 keys a warp do not fit the registers at head dim 128)
-    mma_backward_launch<kBf16, 64, 16, false, 2>(p, l2buf, dlbuf, pad, stream);
-  else if (bq == 64)
-    mma_backward_launch<kBf16, kD, 64, false, 1>(p, l2buf, dlbuf, pad, stream);
+  else if (mma_backward_phased())
+    mma_backward_plain<kBf16, kD, true>(p, l2buf, dlbuf, pad, bq, stream);
   else
-    mma_backward_launch<kBf16, kD, 32, false, 1>(p, l2buf, dlbuf, pad, stream);
+    mma_backward_plain<kBf16, kD, false>(p, l2buf, dlbuf, pad, bq, stream);
 }
 
 // dk, dv (and dq into p.dq_acc when it is set) by the tensor-core kernel, after the pre-pass.
