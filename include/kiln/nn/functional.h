@@ -5,6 +5,7 @@
 
 #include "kiln/nn/functional/activation.h"
 #include "kiln/nn/functional/conv.h"
+#include "kiln/nn/functional/fused.h"
 #include "kiln/nn/functional/loss.h"
 #include "kiln/nn/functional/misc.h"
 #include "kiln/nn/functional/norm.h"

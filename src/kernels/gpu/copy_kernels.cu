@@ -4,6 +4,7 @@
 // The vendor header first: HIP declares the device intrinsics that kiln/half.h uses.
 #include "backend/gpu/vendor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -308,9 +309,40 @@ bool fast_copy(O* o, const I* i, int64_t n, const OffsetCalc<2>& oc, bool contig
 }
 
 // dst <- src (broadcast, cast) with both on the current device, queued on `stream`.
+// The dims of dst from the largest stride to the smallest (ties: src's order), when that is not
+// the logical order; empty otherwise. A copy may visit the elements in any order, so walking
+// dst's memory order makes e.g. a [N, K] gradient with strides (1, N), cast into a tensor of the
+// same strides, one contiguous pass instead of a stride-N walk.
+DimVector memory_order(const Tensor& dst, const Tensor& src) {
+  const int64_t nd = dst.dim();
+  if (nd < 2 || dst.is_contiguous()) return {};
+  DimVector order(static_cast<size_t>(nd));
+  for (int64_t d = 0; d < nd; ++d) {
+    if (dst.stride(d) == 0 && dst.size(d) > 1) return {};  // overlapping destination
+    order[static_cast<size_t>(d)] = d;
+  }
+  const int64_t off = nd - src.dim();
+  auto src_stride = [&](int64_t d) {
+    return d < off || src.size(d - off) == 1 ? int64_t{0} : src.stride(d - off);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (dst.size(a) == 1 || dst.size(b) == 1) return false;
+    if (dst.stride(a) != dst.stride(b)) return dst.stride(a) > dst.stride(b);
+    return src_stride(a) > src_stride(b);
+  });
+  for (int64_t d = 0; d < nd; ++d)
+    if (order[static_cast<size_t>(d)] != d) return order;
+  return {};
+}
+
 void device_cast_copy(const Tensor& dst, const Tensor& src, StreamHandle stream) {
   int64_t n = dst.numel();
   if (n == 0) return;
+  if (DimVector order = memory_order(dst, src); !order.empty()) {
+    const Tensor d = dst.detach().permute(order);
+    const Tensor s = src.detach().expand(dst.sizes()).permute(order);
+    return device_cast_copy(d, s, stream);
+  }
   if (same_layout_contiguous(dst, src)) {
     if (dst.data_ptr() != src.data_ptr())
       KILN_GPU_CHECK(
