@@ -99,10 +99,8 @@ case "${1:-}" in
           r=(--weights "$work/w.safetensors" --tokens "$work/tok.bin" --warmup 0 --steps 50
             --lr-warmup 10 --lr "${GPT2_AGREE_LR:-1e-4}")
           "$kiln" "${extra[@]}" "${r[@]}" --losses-out "$work/losses_kiln.json" || true
-          # The fused loss on bf16 logits reports the mean of per-token losses rounded to bf16;
-          # --ce-fp32 (float32 logits, as torch) reports it exactly, so the pair separates a
-          # reporting offset from a training difference (seen: kiln +0.009 above torch-bf16 over
-          # steps 20-49 at lr 1e-4, cause not yet known).
+          # --ce-fp32: the loss on a float32 copy of the logits, as PyTorch's autocast takes it
+          # (the default reads the bf16 logits and returns a float32 loss).
           "$kiln" "${extra[@]}" "${r[@]}" --ce-fp32 --losses-out "$work/losses_kiln_ce32.json" ||
             true
           "$py" "$torch_py" "${extra[@]}" "${r[@]}" --losses-out "$work/losses_torch.json" || true

@@ -49,8 +49,9 @@ const char* kHelp = R"(kiln_bench_gpt2: GPT-2 training benchmark (JSON lines on 
   --losses-out PATH                     writes {"framework", "losses": [...]} as JSON
   --print-losses                        one {"step", "loss"} line per step
   --no-autocast                         float32 throughout (default: bf16 autocast)
-  --ce-fp32                             cross-entropy on float32 logits, as autocast (and PyTorch)
-                                        do (default: the fused loss on the bf16 logits)
+  --ce-fp32                             cross-entropy on a float32 copy of the logits, as PyTorch's
+                                        autocast makes (default: the fused loss reads the bf16
+                                        logits and returns a float32 loss)
   --no-fused                            AdamW without the fused multi-tensor step
   --no-fused-gelu                       MLP as Linear + F::gelu (default: F::linear_gelu, bias
                                         and GELU in the GEMM's epilogue, where kiln has it)
@@ -219,15 +220,10 @@ int main(int argc, char** argv) try {
       std::optional<kiln::amp::autocast> ac;
       if (autocast) ac.emplace(dev.type, kiln::kBFloat16);
       kiln::Tensor logits = model(x).reshape({B * T, cfg.vocab});
-      if (!autocast || ce_fp32) {
-        loss = F::cross_entropy(logits, y);
-      } else {
-        // The fused loss reads the bf16 logits (float32 accumulation) instead of autocast's
-        // float32 copy of them. Per-row losses, averaged in float32: the op's own mean would be
-        // rounded to bf16.
-        kiln::amp::autocast off(dev.type, std::nullopt, /*enabled=*/false);
-        loss = F::cross_entropy(logits, y, {}, -100, F::Reduction::None).to(kiln::kFloat32).mean();
-      }
+      // Under autocast the fused loss reads the bf16 logits as they are and returns a float32
+      // loss (Note [autocast cross-entropy]); --ce-fp32 makes the float32 copy of the logits
+      // that PyTorch's autocast makes.
+      loss = F::cross_entropy(ce_fp32 && autocast ? logits.to(kiln::kFloat32) : logits, y);
     }
     phase("bwd");
     opt.zero_grad();
@@ -309,8 +305,8 @@ int main(int argc, char** argv) try {
       static_cast<long long>(n_flops), autocast ? "true" : "false", fused ? "true" : "false",
       cfg.fused_gelu ? "true" : "false",
       !autocast ? "fp32"
-      : ce_fp32 ? "fp32 (autocast)"
-                : "bf16 (fused)",
+      : ce_fp32 ? "fp32 (cast, as PyTorch)"
+                : "bf16 (fused, fp32 loss)",
       json_num(loss_values.empty() ? 0.0 : loss_values.back()).c_str());
   return 0;
 } catch (const std::exception& e) {

@@ -23,6 +23,8 @@ using detail::AutocastPolicy;
 // matmul-like call (matmul, mm, mv, linear, addmm, baddbmm, bmm, dot, einsum's products) ends in
 // the Bmm primitive, so one row covers them. Backward primitives (ConvolutionBackward*,
 // *Backward) are not listed: the gradient pass never autocasts (AutocastSuspend in the engine).
+// CrossEntropyLoss is handled by its front end (Note [autocast cross-entropy] in
+// src/nn/functional/loss_ops.cpp): half-precision logits stay, the loss is float32.
 // Promotion ops (where, addcmul, addcdiv, lerp, cat) already promote to the widest input through
 // the ordinary type rules; they are listed so that the rule is explicit and survives changes.
 AutocastPolicy policy_of(OpId op) {
@@ -37,7 +39,6 @@ AutocastPolicy policy_of(OpId op) {
     case OpId::LayerNorm:
     case OpId::RmsNorm:
     case OpId::NllLoss:
-    case OpId::CrossEntropyLoss:
     case OpId::Exp:
     case OpId::Expm1:
     case OpId::Log:

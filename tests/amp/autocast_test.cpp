@@ -60,6 +60,58 @@ TEST(Autocast, LowerPrecisionList) {
     }
 }
 
+// Note [autocast cross-entropy]: under autocast the fused loss reads bfloat16 logits as they are
+// and returns a float32 loss equal to the float64 loss of those (bfloat16-valued) logits; its
+// gradient stays bfloat16. A class weight takes PyTorch's route (inputs cast to float32).
+TEST(Autocast, CrossEntropyKeepsHalfLogitsAndReturnsFloat32) {
+  manual_seed(5);
+  const int64_t n = 37, k = 11;
+  Tensor logits = randn({n, k}).mul(3.0).to(kBFloat16).requires_grad_(true);
+  Tensor target = randint(0, k, {n}, TensorOptions(kInt64));
+  Tensor loss, none;
+  {
+    amp::autocast ac(kCPU, kBFloat16);
+    loss = F::cross_entropy(logits, target);
+    none = F::cross_entropy(logits, target, {}, -100, F::Reduction::None);
+    EXPECT_EQ(F::cross_entropy(logits, target, ones({k}), -100).dtype(), kFloat32);
+  }
+  ASSERT_EQ(loss.dtype(), kFloat32);
+  ASSERT_EQ(none.dtype(), kFloat32);
+  // float64 reference from the same bfloat16 values.
+  Tensor x = logits.detach().to(kFloat64);
+  const double* xp = static_cast<const double*>(x.contiguous().data_ptr());
+  const int64_t* tp = static_cast<const int64_t*>(target.data_ptr());
+  const float* np = static_cast<const float*>(none.contiguous().data_ptr());
+  double mean = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < k; ++j) m = std::max(m, xp[i * k + j]);
+    for (int64_t j = 0; j < k; ++j) s += std::exp(xp[i * k + j] - m);
+    const double li = m + std::log(s) - xp[i * k + tp[i]];
+    EXPECT_NEAR(np[i], li, 1e-5 * (1 + std::abs(li))) << i;
+    mean += li / static_cast<double>(n);
+  }
+  EXPECT_NEAR(loss.item<double>(), mean, 1e-5 * (1 + std::abs(mean)));
+  // Outside autocast the loss keeps the logits' dtype, as PyTorch's.
+  EXPECT_EQ(F::cross_entropy(logits, target).dtype(), kBFloat16);
+  loss.backward();
+  ASSERT_TRUE(logits.grad().defined());
+  EXPECT_EQ(logits.grad().dtype(), kBFloat16);
+  // d loss / d logits = (softmax - onehot) / n, to bfloat16 precision.
+  const Tensor g = logits.grad().to(kFloat64).contiguous();
+  const double* gp = static_cast<const double*>(g.data_ptr());
+  for (int64_t i = 0; i < n; ++i) {
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < k; ++j) m = std::max(m, xp[i * k + j]);
+    for (int64_t j = 0; j < k; ++j) s += std::exp(xp[i * k + j] - m);
+    for (int64_t j = 0; j < k; ++j) {
+      const double want = (std::exp(xp[i * k + j] - m) / s - (j == tp[i] ? 1.0 : 0.0)) / n;
+      EXPECT_NEAR(gp[i * k + j], want, std::abs(want) * std::ldexp(1.0, -7) + 1e-7)
+          << i << "," << j;
+    }
+  }
+}
+
 TEST(Autocast, Float32List) {
   manual_seed(2);
   Tensor h = randn({3, 4}).to(kBFloat16);

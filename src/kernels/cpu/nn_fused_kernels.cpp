@@ -40,7 +40,15 @@ void cross_entropy_kernel(OpCall& c) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* xp = nn_ptr<const T>(x);
     const T* w = c.attrs.flag ? nn_ptr<const T>(c.in[2]) : nullptr;
-    T* out = nn_ptr<T>(c.out[0]);
+    // The loss is T, or float32 for half-precision logits under autocast (Note [autocast
+    // cross-entropy] in src/nn/functional/loss_ops.cpp).
+    const bool float_loss = c.out[0].dtype() != x.dtype();
+    auto store = [&](int64_t i, double v) {
+      if (float_loss)
+        nn_ptr<float>(c.out[0])[i] = static_cast<float>(v);
+      else
+        nn_ptr<T>(c.out[0])[i] = detail::convert<T>(static_cast<S>(v));
+    };
     S* lse_out = nn_ptr<S>(c.out[1]);
     std::vector<double> loss(n), wt(n);
     parallel_for(0, n, nn_row_grain(cls), [&](int64_t b, int64_t e) {
@@ -73,12 +81,12 @@ void cross_entropy_kernel(OpCall& c) {
       }
     });
     if (reduction == 0) {
-      for (int64_t i = 0; i < n; ++i) out[i] = detail::convert<T>(static_cast<S>(loss[i]));
+      for (int64_t i = 0; i < n; ++i) store(i, loss[i]);
       return;
     }
     double sum = 0, wsum = 0;
     for (int64_t i = 0; i < n; ++i) sum += loss[i], wsum += wt[i];
-    *out = detail::convert<T>(static_cast<S>(reduction == 1 ? sum / wsum : sum));
+    store(0, reduction == 1 ? sum / wsum : sum);
   });
 }
 

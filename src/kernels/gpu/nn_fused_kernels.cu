@@ -56,9 +56,9 @@ __device__ __forceinline__ void ce_fold(const A (&v)[V], const T* w, int64_t c0,
 }
 
 // One block per row: lse, the row's loss (none: out[row]; else pl/pw for the finish kernel).
-template <class T>
+template <class T, class O>
 __global__ void __launch_bounds__(kCeThreads)
-    ce_fwd_kernel(const T* x, const int64_t* tgt, const T* w, const double* ws, T* out,
+    ce_fwd_kernel(const T* x, const int64_t* tgt, const T* w, const double* ws, O* out,
                   acc_t<T>* lse_out, double* pl, double* pw, int64_t cls, int64_t ignore, double ls,
                   bool vec) {
   using A = acc_t<T>;
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kCeThreads)
         l += ls / static_cast<double>(cls) * static_cast<double>(static_cast<A>(ws[1]) * lse - sx);
     }
   }
-  if (out) out[row] = st<T>(static_cast<A>(l));
+  if (out) out[row] = st<O>(static_cast<A>(l));
   if (pl) pl[row] = l, pw[row] = wt;
 }
 
@@ -133,7 +133,6 @@ void cross_entropy_op(OpCall& c) {
     const T* xp = static_cast<const T*>(x.data_ptr());
     const int64_t* tgt = static_cast<const int64_t*>(c.in[1].data_ptr());
     const T* w = c.attrs.flag ? static_cast<const T*>(c.in[2].data_ptr()) : nullptr;
-    T* out = static_cast<T*>(c.out[0].data_ptr());
     A* lse = static_cast<A*>(c.out[1].data_ptr());
     const int64_t slots = std::max<int64_t>(n, 1);
     Tensor buf = scratch<double>(2 + (reduction == 0 ? 0 : 2 * slots), x.device());
@@ -142,12 +141,21 @@ void cross_entropy_op(OpCall& c) {
     double* pw = reduction == 0 ? nullptr : ws + 2 + slots;
     if (ls > 0) ce_weights_kernel<T><<<1, 1024, 0, s>>>(tgt, w, 0, cls, ignore, ws);
     const bool vec = cls % vec_width<T>() == 0 && aligned16(xp);
-    if (n > 0)
-      ce_fwd_kernel<T><<<static_cast<unsigned>(n), kCeThreads, 0, s>>>(
-          xp, tgt, w, ws, reduction == 0 ? out : nullptr, lse, pl, pw, cls, ignore, ls, vec);
-    if (reduction != 0)
-      loss_finish_kernel<T>
-          <<<1, 1024, 0, s>>>(pl, pw, n, out, static_cast<T*>(nullptr), reduction == 1);
+    // The loss is T, or float32 for half-precision logits under autocast (Note [autocast
+    // cross-entropy] in src/nn/functional/loss_ops.cpp).
+    auto launch = [&]<class O>() {
+      O* out = static_cast<O*>(c.out[0].data_ptr());
+      if (n > 0)
+        ce_fwd_kernel<T, O><<<static_cast<unsigned>(n), kCeThreads, 0, s>>>(
+            xp, tgt, w, ws, reduction == 0 ? out : nullptr, lse, pl, pw, cls, ignore, ls, vec);
+      if (reduction != 0)
+        loss_finish_kernel<O>
+            <<<1, 1024, 0, s>>>(pl, pw, n, out, static_cast<O*>(nullptr), reduction == 1);
+    };
+    if (c.out[0].dtype() == x.dtype())
+      launch.template operator()<T>();
+    else if constexpr (!std::is_same_v<T, float>)
+      launch.template operator()<float>();
   });
   check("cross_entropy_loss", s);
 }

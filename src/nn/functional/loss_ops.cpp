@@ -1,7 +1,9 @@
 // Internal entry points of the nll_loss, embedding, fused cross-entropy and native_dropout
 // primitives (nn_ops.h): checks, output allocation (and Philox counters) and the OpCall for each.
+#include "amp/autocast_state.h"
 #include "backend/gpu/graph_rng.h"
 #include "kernels/philox.h"
+#include "kiln/amp.h"
 #include "kiln/random.h"
 #include "nn/functional/nn_ops.h"
 #include "ops/run.h"
@@ -215,10 +217,25 @@ void set_ce_attrs(OpCall& c, const Tensor& weight, int64_t ignore_index, int64_t
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> cross_entropy_loss_op(const Tensor& logits, const Tensor& target,
-                                                 const Tensor& weight, int64_t ignore_index,
+// Note [autocast cross-entropy]
+// PyTorch's autocast runs cross_entropy in float32: it casts the logits (a float32 copy of the
+// whole [N, C] matrix, 3.3 GB for GPT-2 at batch 16 x 1024) and returns a float32 loss. kiln's
+// fused op already reads half-precision logits with float32 accumulation, so under autocast it
+// keeps the logits as they are and writes a float32 loss (the same value, and the same dtype as
+// PyTorch's). With a class weight the inputs are cast to float32 as PyTorch does.
+std::tuple<Tensor, Tensor> cross_entropy_loss_op(const Tensor& logits_in, const Tensor& target,
+                                                 const Tensor& weight_in, int64_t ignore_index,
                                                  int64_t reduction, double label_smoothing) {
   const char* op = "cross_entropy_loss";
+  Tensor logits = logits_in, weight = weight_in;
+  bool float_loss = false;
+  if (KILN_UNLIKELY(autocast_active()) && logits.defined() &&
+      amp::is_autocast_enabled(logits.device().type)) {
+    if (weight.defined())
+      autocast_args(AutocastPolicy::Float32, {&logits, &weight});
+    else
+      float_loss = logits.dtype() == DType::Float16 || logits.dtype() == DType::BFloat16;
+  }
   CeArgs a = check_ce(op, logits, target, weight, reduction, label_smoothing);
   OpCall c(OpId::CrossEntropyLoss);
   c.in.push_back(a.logits);
@@ -226,10 +243,11 @@ std::tuple<Tensor, Tensor> cross_entropy_loss_op(const Tensor& logits, const Ten
   if (a.weight.defined()) c.in.push_back(a.weight);
   set_ce_attrs(c, a.weight, ignore_index, reduction, label_smoothing);
   const int64_t n = logits.size(0);
+  const DType loss_dtype = float_loss ? DType::Float32 : logits.dtype();
   if (reduction == 0)
-    c.out.push_back(empty_impl({n}, logits.dtype(), logits.device()));
+    c.out.push_back(empty_impl({n}, loss_dtype, logits.device()));
   else
-    c.out.push_back(empty_impl({}, logits.dtype(), logits.device()));
+    c.out.push_back(empty_impl({}, loss_dtype, logits.device()));
   c.out.push_back(empty_impl({n}, ce_stat_dtype(logits.dtype()), logits.device()));
   c.compute = logits.dtype();
   run(c);
