@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "backend/gpu/gpu_allocator.h"
 #include "backend/gpu/kernel_error.h"
@@ -321,15 +322,16 @@ DimVector memory_order(const Tensor& dst, const Tensor& src) {
     if (dst.stride(d) == 0 && dst.size(d) > 1) return {};  // overlapping destination
     order[static_cast<size_t>(d)] = d;
   }
+  // Sort keys (dst stride, src stride), descending; size-1 dims (any stride) go innermost. A
+  // strict order of keys: the permuted call finds its dims sorted and does not permute again.
   const int64_t off = nd - src.dim();
-  auto src_stride = [&](int64_t d) {
-    return d < off || src.size(d - off) == 1 ? int64_t{0} : src.stride(d - off);
+  auto key = [&](int64_t d) {
+    if (dst.size(d) == 1) return std::pair<int64_t, int64_t>{-1, -1};
+    const int64_t s = d < off || src.size(d - off) == 1 ? 0 : src.stride(d - off);
+    return std::pair<int64_t, int64_t>{dst.stride(d), s};
   };
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (dst.size(a) == 1 || dst.size(b) == 1) return false;
-    if (dst.stride(a) != dst.stride(b)) return dst.stride(a) > dst.stride(b);
-    return src_stride(a) > src_stride(b);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return key(a) > key(b); });
   for (int64_t d = 0; d < nd; ++d)
     if (order[static_cast<size_t>(d)] != d) return order;
   return {};

@@ -77,6 +77,27 @@ TEST(CopyGpu, AutocastCastsInEveryLayout) {
   }
 }
 
+// Destinations that are permutations of a contiguous layout (size-1 dims included) are written
+// in their memory order (Note [Vectorized strided copies]).
+TEST(CopyGpu, PermutedDestinationsWithUnitDims) {
+  KILN_NEED_GPU();
+  for (DType dt : {kBFloat16, kFloat32}) {
+    Tensor src = values({1, 65, 70}, kFloat32);
+    Tensor dst_cpu = empty({70, 1, 65}, TensorOptions(dt)).permute({1, 2, 0});
+    Tensor dst_gpu = empty({70, 1, 65}, TensorOptions(dt).device(kGpu)).permute({1, 2, 0});
+    dst_cpu.copy_(src);
+    dst_gpu.copy_(src.to(kGpu));
+    EXPECT_TRUE(bit_equal(dst_gpu, dst_cpu)) << dtype_name(dt);
+    // The same layout on both sides, with a unit dim in the middle.
+    Tensor a = values({40, 1, 33}, kFloat32).permute({2, 1, 0});
+    Tensor b_cpu = empty({40, 1, 33}, TensorOptions(dt)).permute({2, 1, 0});
+    Tensor b_gpu = empty({40, 1, 33}, TensorOptions(dt).device(kGpu)).permute({2, 1, 0});
+    b_cpu.copy_(a);
+    b_gpu.copy_(a.to(kGpu).permute({2, 1, 0}).contiguous().permute({2, 1, 0}));
+    EXPECT_TRUE(bit_equal(b_gpu, b_cpu)) << dtype_name(dt);
+  }
+}
+
 TEST(CopyGpu, CastRoundsLikeTheCpu) {
   KILN_NEED_GPU();
   // Values that are not exact in bfloat16/float16: both devices must round the same way.
