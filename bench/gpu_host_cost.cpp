@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/gpu/gpu_allocator.h"
+#include "backend/gpu/small_ops.h"
 #include "backend/gpu/stream.h"
 #include "kiln/cuda.h"
 #include "kiln/kiln.h"
@@ -77,6 +78,12 @@ int main() {
 
   // The whole op, as bench/gpu_ops.cpp times it.
   emit("add_1elem_host_us", host_us([&] { (void)kiln::add(a, b); }));
+  // The same with one launch per op (Note [Deferred small launches] off).
+  {
+    const bool was = kiln::gpu::set_small_ops_enabled(false);
+    emit("add_1elem_unbatched_host_us", host_us([&] { (void)kiln::add(a, b); }));
+    kiln::gpu::set_small_ops_enabled(was);
+  }
   // The op into a preallocated output: no allocation, still a launch.
   emit("add_out_1elem_host_us", host_us([&] { (void)kiln::add_out(out, a, b); }));
   // Dispatch and output creation without a launch (0 elements: nothing to allocate or launch).

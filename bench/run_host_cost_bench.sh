@@ -80,7 +80,8 @@ t = load(["libtorch_host.jsonl"])
 print("%-36s %10s %10s %7s" % ("host cost (us per call)", "kiln", "libtorch", "ratio"))
 for name, rs in k.items():
     ku = min(r["us"] for r in rs)
-    tu = t[name][0]["us"] if name in t else None
+    tn = name.replace("_unbatched", "")  # kiln with one launch per op vs libtorch's op
+    tu = t[tn][0]["us"] if tn in t else None
     print("%-36s %10.3f %10s %7s" % (name, ku, "%.3f" % tu if tu else "-",
                                       "%.3f" % (ku / tu) if tu else "-"))
 for r in (1, 2):

@@ -30,6 +30,30 @@ Tensor finish_view(const Tensor& self, Tensor out, const char* name, ViewBackwar
   return out;
 }
 
+void finish_multi_view(const Tensor& self, std::vector<Tensor>& outs, const char* name,
+                       MultiViewBackwardFn bwd) {
+  AutogradMeta* sm = meta_of(self);
+  for (Tensor& out : outs) {
+    AutogradMeta& om = ensure_meta(out);
+    om.is_view = true;
+    om.base = (sm != nullptr && sm->is_view) ? sm->base : self;
+    om.view_dtype_change = sm != nullptr && sm->view_dtype_change;
+    om.attr_version = out.impl()->version();
+  }
+  if (sm == nullptr || !sm->requires_grad) return;
+  auto node = std::make_shared<LambdaNode>(
+      name, [bwd = std::move(bwd)](std::vector<Tensor>& gs) -> std::vector<Tensor> {
+        bool any = false;
+        for (const Tensor& g : gs) any |= g.defined();
+        if (!any) return {Tensor()};
+        return {bwd(gs)};
+      });
+  add_input_edges(*node, {self});
+  for (const Tensor& out : outs) node->state().out_meta.push_back(TensorMeta::of(out));
+  if (autograd::AnomalyMode::is_enabled()) node->state().anomaly_op = name;
+  for (size_t i = 0; i < outs.size(); ++i) set_history(outs[i], node, static_cast<uint32_t>(i));
+}
+
 Tensor view_scatter_back(const Tensor& g, IntArrayRef sizes, DType dtype, Device device,
                          const ViewFn& view,
                          const std::function<void(Tensor&, const Tensor&)>& accumulate) {

@@ -19,6 +19,13 @@ using ViewFn = std::function<Tensor(const Tensor&)>;
 // with backward `bwd`. `dtype_change`: real/imag (no as_strided regeneration).
 Tensor finish_view(const Tensor& self, Tensor out, const char* name, ViewBackwardFn bwd,
                    bool dtype_change = false);
+// Multi-output view ops (split family, unbind): tracks each of `outs` as a view of self's base
+// and, when self requires grad, gives them ONE node whose backward receives every piece's gradient
+// at once (undefined where a piece got none) and returns self's. Call only under grad mode.
+using MultiViewBackwardFn = std::function<Tensor(std::vector<Tensor>&)>;
+void finish_multi_view(const Tensor& self, std::vector<Tensor>& outs, const char* name,
+                       MultiViewBackwardFn bwd);
+
 // The adjoint of a slicing view: zeros shaped like the input with g written through `view`
 // (`accumulate` for views whose elements overlap, e.g. unfold with step < size).
 Tensor view_scatter_back(const Tensor& g, IntArrayRef sizes, DType dtype, Device device,

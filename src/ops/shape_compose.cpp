@@ -1,8 +1,11 @@
 // Shape ops written with views and other ops: split family, roll, rot90, repeat, tile, pad,
 // broadcast_to/broadcast_tensors, meshgrid, block_diag, cartesian_prod, and their Tensor methods.
 #include <algorithm>
+#include <optional>
 
+#include "autograd/view_autograd.h"
 #include "core/wrap_dim.h"
+#include "kiln/autograd.h"
 #include "kiln/ops/factories.h"
 #include "kiln/ops/shape.h"
 #include "kiln/type_promotion.h"
@@ -14,6 +17,97 @@ namespace kiln {
 using detail::wrap_dim;
 
 // ---- splitting ----
+namespace {
+
+// Note [Split backward]: the pieces of split / split_with_sizes / chunk / tensor_split / unbind
+// share ONE backward node (PyTorch's SplitBackward0 / UnbindBackward0), so the input's gradient
+// is one cat (stack) of the pieces' gradients, with zeros only for pieces that got none, instead
+// of an input-sized zero fill + copy per piece summed up. When the pieces' gradients already sit
+// in one buffer exactly as the pieces sit in the input (same storage and strides, offsets
+// start_i * stride(dim) apart), that buffer viewed with the input's shape IS the input's gradient
+// and nothing is copied: the fused attention's backward writes the gradients of q, k, v split
+// from one packed projection that way (Note [Packed QKV gradients],
+// src/nn/functional/attention.cpp). Gradients that require grad (create_graph) take the
+// differentiable cat.
+
+bool same_layout(const Tensor& g, const Tensor& g0, DType dt) {
+  return g.defined() && g.dtype() == dt && g.device() == g0.device() && g.impl()->has_storage() &&
+         g.impl()->storage() == g0.impl()->storage() && g.strides() == g0.strides() &&
+         !(detail::grad_mode_enabled() && g.requires_grad());
+}
+
+// gs viewed as the whole input when they tile one buffer as the pieces tile the input, else
+// undefined. `lengths` < 0: unbind (pieces are selects, dim removed).
+Tensor tiled_gradient(const std::vector<Tensor>& gs, IntArrayRef in_sizes, DType dt, int64_t dim,
+                      const std::vector<int64_t>& starts, const std::vector<int64_t>& lengths) {
+  const Tensor& g0 = gs[0];
+  if (!g0.defined() || !g0.impl()->has_storage()) return {};
+  const bool unbind = lengths.empty();
+  DimVector st(g0.strides());
+  if (unbind) {
+    const int64_t step =
+        gs.size() > 1 && gs[1].defined() ? gs[1].storage_offset() - g0.storage_offset() : 0;
+    st.insert(st.begin() + dim, step);
+  }
+  for (size_t i = 0; i < gs.size(); ++i) {
+    if (!same_layout(gs[i], g0, dt)) return {};
+    const int64_t want = g0.storage_offset() + (unbind ? static_cast<int64_t>(i) * st[dim]
+                                                       : (starts[i] - starts[0]) * st[dim]);
+    if (gs[i].storage_offset() != want) return {};
+  }
+  return detail::alias_untracked(g0, in_sizes, st, g0.storage_offset());
+}
+
+// The pieces x.narrow(dim, starts[i], lengths[i]) (x.select(dim, i) for unbind: lengths empty),
+// under one node when they tile x along dim; individually tracked narrows otherwise
+// (tensor_split with decreasing indices overlaps).
+std::vector<Tensor> split_views(const Tensor& x, int64_t dim, const std::vector<int64_t>& starts,
+                                const std::vector<int64_t>& lengths) {
+  const bool unbind = lengths.empty();
+  bool tiles = !unbind;
+  for (size_t i = 0; i < lengths.size(); ++i)
+    tiles &= starts[i] == (i == 0 ? 0 : starts[i - 1] + lengths[i - 1]);
+  if (!unbind) tiles &= starts.back() + lengths.back() == x.size(dim);
+  std::vector<Tensor> r;
+  const bool track = detail::grad_mode_enabled() && (tiles || unbind);
+  {
+    std::optional<NoGradGuard> ng;
+    if (track) ng.emplace();  // plain views: the shared node below records autograd
+    const size_t n = unbind ? static_cast<size_t>(x.size(dim)) : lengths.size();
+    for (size_t i = 0; i < n; ++i)
+      r.push_back(unbind ? x.select(dim, static_cast<int64_t>(i))
+                         : x.narrow(dim, starts[i], lengths[i]));
+  }
+  if (!track || r.empty()) return r;
+  DimVector in_sizes(x.sizes());
+  const DType dt = x.dtype();
+  const Device dev = x.device();
+  detail::finish_multi_view(
+      x, r, unbind ? "UnbindBackward0" : "SplitBackward0",
+      [in_sizes, dt, dev, dim, starts, lengths, unbind](std::vector<Tensor>& gs) {
+        if (Tensor t = tiled_gradient(gs, in_sizes, dt, dim, starts, lengths); t.defined())
+          return t;
+        std::vector<Tensor> parts;
+        for (size_t i = 0; i < gs.size(); ++i) {
+          if (gs[i].defined()) {
+            parts.push_back(gs[i]);
+            continue;
+          }
+          DimVector sz(in_sizes);
+          if (unbind)
+            sz.erase(sz.begin() + dim);
+          else
+            sz[dim] = lengths[i];
+          parts.push_back(kiln::zeros(sz, TensorOptions(dt).device(dev)));
+        }
+        if (unbind) return kiln::stack(parts, dim);
+        return parts.size() == 1 ? parts[0] : kiln::cat(parts, dim);
+      });
+  return r;
+}
+
+}  // namespace
+
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   detail::check_defined(x, "split");
   KILN_CHECK(x.dim() > 0, "[split] expects at least a 1-dimensional tensor");
@@ -26,12 +120,12 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
              n);
   const int64_t pieces =
       split_size == 0 ? 1 : std::max<int64_t>((n + split_size - 1) / split_size, 1);
-  std::vector<Tensor> r;
+  std::vector<int64_t> starts, lengths;
   for (int64_t i = 0; i < pieces; ++i) {
-    const int64_t start = i * split_size;
-    r.push_back(x.narrow(dim, start, std::min(split_size, n - start)));
+    starts.push_back(i * split_size);
+    lengths.push_back(std::min(split_size, n - starts.back()));
   }
-  return r;
+  return split_views(x, dim, starts, lengths);
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& x, IntArrayRef sizes, int64_t dim) {
@@ -49,13 +143,15 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, IntArrayRef sizes, int64_t
   }
   KILN_CHECK(total == n, "[split_with_sizes] expects split_sizes to sum exactly to ", n,
              " (input tensor's size at dimension ", dim, "), but got split_sizes=", sizes);
-  std::vector<Tensor> r;
+  std::vector<int64_t> starts, lengths;
   int64_t start = 0;
   for (int64_t s : sizes) {
-    r.push_back(x.narrow(dim, start, s));
+    starts.push_back(start);
+    lengths.push_back(s);
     start += s;
   }
-  return r;
+  if (lengths.empty()) return {};
+  return split_views(x, dim, starts, lengths);
 }
 
 std::vector<Tensor> split(const Tensor& x, IntArrayRef sizes, int64_t dim) {
@@ -71,14 +167,14 @@ std::vector<Tensor> tensor_split(const Tensor& x, int64_t sections, int64_t dim)
              sections);
   dim = wrap_dim(dim, x.dim(), "tensor_split");
   const int64_t n = x.size(dim), base = n / sections, extra = n % sections;
-  std::vector<Tensor> r;
+  std::vector<int64_t> starts, lengths;
   int64_t start = 0;
   for (int64_t i = 0; i < sections; ++i) {
-    const int64_t len = base + (i < extra ? 1 : 0);
-    r.push_back(x.narrow(dim, start, len));
-    start += len;
+    starts.push_back(start);
+    lengths.push_back(base + (i < extra ? 1 : 0));
+    start += lengths.back();
   }
-  return r;
+  return split_views(x, dim, starts, lengths);
 }
 
 std::vector<Tensor> tensor_split(const Tensor& x, IntArrayRef indices, int64_t dim) {
@@ -87,19 +183,20 @@ std::vector<Tensor> tensor_split(const Tensor& x, IntArrayRef indices, int64_t d
              "[tensor_split] expected at least a 1-dimensional tensor, but got a "
              "tensor with 0 dims");
   dim = wrap_dim(dim, x.dim(), "tensor_split");
-  std::vector<Tensor> r;
+  std::vector<int64_t> starts, lengths;
   int64_t start = 0;
   const int64_t n = x.size(dim);
   // Python slice bounds: negative indices count from the end, then clamp to [0, n].
   auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
   for (int64_t idx : indices) {
     const int64_t s = clamp(start), e = std::max(clamp(idx), s);
-    r.push_back(x.narrow(dim, s, e - s));
+    starts.push_back(s);
+    lengths.push_back(e - s);
     start = idx;
   }
-  const int64_t s = clamp(start);
-  r.push_back(x.narrow(dim, s, n - s));
-  return r;
+  starts.push_back(clamp(start));
+  lengths.push_back(n - starts.back());
+  return split_views(x, dim, starts, lengths);
 }
 
 std::vector<Tensor> tensor_split(const Tensor& x, const Tensor& ios, int64_t dim) {
@@ -134,9 +231,7 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
   detail::check_defined(x, "unbind");
   dim = wrap_dim(dim, x.dim(), "unbind");
-  std::vector<Tensor> r;
-  for (int64_t i = 0; i < x.size(dim); ++i) r.push_back(x.select(dim, i));
-  return r;
+  return split_views(x, dim, {}, {});
 }
 
 // ---- roll / rot90 ----

@@ -98,6 +98,101 @@ TEST(ShapeSplit, Unbind) {
   EXPECT_THROW(unbind(full({}, 1.0), 0), Error);
 }
 
+// Note [Split backward]: the pieces share one node; its gradient is the pieces' gradients laid
+// side by side (zeros where a piece got none), checked element by element.
+TEST(ShapeSplitBackward, OneNodeCatsThePiecesWithZerosForUnused) {
+  Tensor x = randn({4, 7}, kFloat64).requires_grad_(true);
+  auto ps = x.split({2, 3, 2}, 1);
+  ASSERT_TRUE(ps[0].grad_fn() != nullptr);
+  EXPECT_EQ(ps[0].grad_fn()->name(), "SplitBackward0");
+  EXPECT_EQ(ps[0].grad_fn().get(), ps[2].grad_fn().get());
+  Tensor w0 = randn({4, 2}, kFloat64), w2 = randn({4, 2}, kFloat64);
+  ((ps[0] * w0).sum() + (ps[2] * w2).sum()).backward();  // piece 1 unused
+  auto g = values_of<double>(x.grad());
+  auto a = values_of<double>(w0), c = values_of<double>(w2);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 7; ++j) {
+      const double want = j < 2 ? a[i * 2 + j] : j < 5 ? 0.0 : c[i * 2 + (j - 5)];
+      EXPECT_EQ(g[i * 7 + j], want) << i << "," << j;
+    }
+}
+
+TEST(ShapeSplitBackward, GradientsTilingOneBufferAreReturnedWithoutACopy) {
+  Tensor x = randn({3, 6}, kFloat32).requires_grad_(true);
+  auto ps = split(x, 2, 1);
+  Tensor buf = randn({3, 6}, kFloat32);
+  auto g = autograd::grad({ps[0], ps[1], ps[2]}, {x},
+                          {buf.narrow(1, 0, 2), buf.narrow(1, 2, 2), buf.narrow(1, 4, 2)});
+  EXPECT_EQ(g[0].data_ptr(), buf.data_ptr());  // the buffer itself, viewed as x
+  EXPECT_EQ(g[0].sizes(), x.sizes());
+  EXPECT_EQ(values_of<float>(g[0]), values_of<float>(buf));
+  // Out of order (piece 0's gradient where piece 1's would be): no alias, still right.
+  auto h = autograd::grad({ps[0], ps[1], ps[2]}, {x},
+                          {buf.narrow(1, 2, 2), buf.narrow(1, 0, 2), buf.narrow(1, 4, 2)});
+  EXPECT_NE(h[0].data_ptr(), buf.data_ptr());
+  auto hv = values_of<float>(h[0]), bv = values_of<float>(buf);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      const int64_t src = j < 2 ? j + 2 : j < 4 ? j - 2 : j;
+      EXPECT_EQ(hv[i * 6 + j], bv[i * 6 + src]);
+    }
+  // .grad is never an alias of the gradient buffer.
+  autograd::backward({ps[0], ps[1], ps[2]},
+                     {buf.narrow(1, 0, 2), buf.narrow(1, 2, 2), buf.narrow(1, 4, 2)});
+  EXPECT_NE(x.grad().data_ptr(), buf.data_ptr());
+  EXPECT_EQ(values_of<float>(x.grad()), values_of<float>(buf));
+}
+
+TEST(ShapeSplitBackward, SecondDerivativesAndChunk) {
+  Tensor x = randn({3, 5}, kFloat64).requires_grad_(true);
+  auto f = [](const autograd::variable_list& v) {
+    auto ps = chunk(v[0], 3, 1);  // sizes 2, 2, 1
+    return (ps[0] * ps[0] * 3.0).sum() + (ps[1].sin() * ps[2]).sum();
+  };
+  EXPECT_TRUE(autograd::gradcheck(f, {x}));
+  EXPECT_TRUE(autograd::gradgradcheck(f, {x}));
+  auto g = [](const autograd::variable_list& v) {
+    auto ps = unbind(v[0], 0);
+    return ps[0] * ps[2].exp() + ps[1];
+  };
+  EXPECT_TRUE(autograd::gradcheck(g, {x}));
+  EXPECT_TRUE(autograd::gradgradcheck(g, {x}));
+}
+
+TEST(ShapeSplitBackward, InPlaceOnAPieceAndOverlappingTensorSplit) {
+  Tensor x = randn({2, 6}, kFloat64).requires_grad_(true);
+  Tensor y = x * 1.0;
+  auto ps = split(y, 3, 1);
+  ps[1].mul_(2.0);  // y's columns 3..5 doubled in place
+  (y * y).sum().backward();
+  auto xv = values_of<double>(x), gv = values_of<double>(x.grad());
+  for (int64_t i = 0; i < 12; ++i) {
+    const double k = i % 6 >= 3 ? 2.0 : 1.0;  // d/dx (k x)^2 = 2 k^2 x
+    EXPECT_NEAR(gv[i], 2.0 * k * k * xv[i], 1e-12) << i;
+  }
+  // Decreasing indices give overlapping pieces (PyTorch's slices): each keeps its own node.
+  Tensor z = randn({7}, kFloat64).requires_grad_(true);
+  auto qs = tensor_split(z, IntArrayRef{5, 2}, 0);  // [0,5), [5,5), [2,7)
+  (qs[0].sum() + qs[2].sum() * 2.0).backward();
+  auto zg = values_of<double>(z.grad());
+  for (int64_t i = 0; i < 7; ++i) EXPECT_EQ(zg[i], (i < 5 ? 1.0 : 0.0) + (i >= 2 ? 2.0 : 0.0));
+}
+
+TEST(ShapeSplitBackward, UnbindTiledGradientsAndStack) {
+  Tensor x = randn({3, 4}, kFloat32).requires_grad_(true);
+  auto us = unbind(x, 1);
+  EXPECT_EQ(us[0].grad_fn()->name(), "UnbindBackward0");
+  Tensor buf = randn({3, 4}, kFloat32);
+  autograd::variable_list go;
+  for (int64_t j = 0; j < 4; ++j) go.push_back(buf.select(1, j));
+  auto g = autograd::grad({us[0], us[1], us[2], us[3]}, {x}, go);
+  EXPECT_EQ(g[0].data_ptr(), buf.data_ptr());
+  EXPECT_EQ(values_of<float>(g[0]), values_of<float>(buf));
+  auto h = autograd::grad({us[1]}, {x}, {buf.select(1, 1)});  // others get zeros
+  auto hv = values_of<float>(h[0]), bv = values_of<float>(buf);
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(hv[i], i % 4 == 1 ? bv[i] : 0.0f);
+}
+
 TEST(ShapeIndices, TrilTriuIndicesBruteForce) {
   for (int64_t r : {0, 1, 3, 5})
     for (int64_t c : {0, 2, 4})

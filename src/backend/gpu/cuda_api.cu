@@ -3,6 +3,7 @@
 #define KILN_GPU_WANT_SMI 1
 
 // The vendor header first: HIP declares the device intrinsics that kiln/half.h uses.
+#include "backend/gpu/small_ops.h"
 #include "backend/gpu/vendor.h"
 
 #include <dlfcn.h>
@@ -63,6 +64,7 @@ void set_device(int device) { gpu::set_device(device); }
 void synchronize(int device) {
   int d = gpu::resolve_device(device, "cuda.synchronize");
   gpu::DeviceGuard g(d);
+  gpu::flush_small_ops_if_pending();
   KILN_GPU_CHECK("cuda.synchronize", gpuDeviceSynchronize());
   gpu::check_kernel_errors();
 }

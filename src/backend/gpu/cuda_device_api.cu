@@ -1,6 +1,7 @@
 // CudaDeviceApi: device memory, events and virtual memory of one GPU for the caching allocator.
 // Out of memory is a return value (the allocator retries); other failures throw kiln::Error.
 #include "backend/gpu/cuda_device_api.h"
+#include "backend/gpu/small_ops.h"
 
 #include <bit>
 #include <type_traits>
@@ -68,6 +69,7 @@ void* CudaDeviceApi::malloc(size_t bytes) {
 }
 
 void CudaDeviceApi::free(void* ptr) {
+  flush_small_ops_if_pending();  // deferred ops may still use this memory
   DeviceGuard g(device_);
   KILN_GPU_CHECK("cuda.caching_allocator", gpuFree(ptr));
 }
@@ -95,12 +97,14 @@ void CudaDeviceApi::event_synchronize(EventHandle event) {
 void CudaDeviceApi::event_destroy(EventHandle event) { gpu::event_destroy(event); }
 
 void CudaDeviceApi::stream_synchronize(StreamHandle stream) {
+  flush_small_ops_if_pending();
   DeviceGuard g(device_);
   KILN_GPU_CHECK("cuda.caching_allocator",
                  gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)));
 }
 
 void CudaDeviceApi::device_synchronize() {
+  flush_small_ops_if_pending();
   DeviceGuard g(device_);
   KILN_GPU_CHECK("cuda.caching_allocator", gpuDeviceSynchronize());
 }
@@ -130,6 +134,7 @@ void* CudaDeviceApi::vm_reserve(size_t size, size_t alignment) {
 }
 
 void CudaDeviceApi::vm_free(void* base, size_t size) {
+  flush_small_ops_if_pending();  // deferred ops may still use this memory
   DeviceGuard g(device_);
   KILN_VM_CHECK(gpuVmFree(base, size));
 }
@@ -159,6 +164,7 @@ void CudaDeviceApi::vm_map(void* addr, size_t size, PhysHandle handle) {
 }
 
 void CudaDeviceApi::vm_unmap(void* addr, size_t size) {
+  flush_small_ops_if_pending();  // deferred ops may still use this memory
   DeviceGuard g(device_);
   KILN_VM_CHECK(gpuVmUnmap(addr, size));
 }

@@ -4,6 +4,7 @@
 #include "backend/gpu/event.h"
 #include "backend/gpu/kernel_error.h"
 #include "backend/gpu/runtime.h"
+#include "backend/gpu/small_ops.h"
 #include "backend/gpu/vendor.h"
 
 namespace kiln::gpu {
@@ -29,6 +30,7 @@ void event_destroy(EventHandle event) noexcept {
 }
 
 void event_record(EventHandle event, StreamHandle stream, const char* op) {
+  flush_small_ops_if_pending();  // Note [Deferred small launches]
   KILN_GPU_CHECK(op, gpuEventRecord(as_event(event), reinterpret_cast<gpuStream_t>(stream)));
 }
 

@@ -7,6 +7,7 @@
 #include "backend/gpu/cuda_device_api.h"
 #include "backend/gpu/gpu_allocator.h"
 #include "backend/gpu/runtime.h"
+#include "backend/gpu/small_ops.h"
 #include "backend/gpu/stream.h"
 #include "ops/tensor_factory.h"
 
@@ -31,7 +32,7 @@ void free_device_memory(void* data, void* ctx) {
 DataPtr allocate_on(int dev, size_t nbytes) {
   if (nbytes == 0) return {};
   CachingAllocator& a = device_allocator(dev);
-  void* p = a.malloc(nbytes, current_stream(dev));
+  void* p = a.malloc(nbytes, current_stream_noflush(dev));  // allocating enqueues nothing
   return {p, &a, &free_device_memory};
 }
 

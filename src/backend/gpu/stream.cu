@@ -8,6 +8,7 @@
 #include "backend/gpu/event.h"
 #include "backend/gpu/kernel_error.h"
 #include "backend/gpu/runtime.h"
+#include "backend/gpu/small_ops.h"
 #include "backend/gpu/stream.h"
 #include "backend/gpu/vendor.h"
 
@@ -63,7 +64,16 @@ gpuStream_t as_stream(StreamHandle s) { return reinterpret_cast<gpuStream_t>(s);
 
 }  // namespace
 
-StreamHandle current_stream(int device) { return thread_streams()[static_cast<size_t>(device)]; }
+// Everything that enqueues GPU work asks for its stream here: the pending batch of small ops
+// goes first (Note [Deferred small launches]).
+StreamHandle current_stream(int device) {
+  flush_small_ops_if_pending();
+  return thread_streams()[static_cast<size_t>(device)];
+}
+
+uintptr_t current_stream_noflush(int device) {
+  return thread_streams()[static_cast<size_t>(device)];
+}
 
 void set_current_stream(int device, StreamHandle stream) {
   thread_streams()[static_cast<size_t>(device)] = stream;
@@ -88,6 +98,7 @@ int stream_priority(StreamHandle stream) {
 }
 
 bool stream_query(StreamHandle stream, const char* op) {
+  flush_small_ops_if_pending();
   gpuError_t e = gpuStreamQuery(as_stream(stream));
   if (e == gpuErrorNotReady) {
     (void)gpuGetLastError();
@@ -98,11 +109,13 @@ bool stream_query(StreamHandle stream, const char* op) {
 }
 
 void stream_synchronize(StreamHandle stream, const char* op) {
+  flush_small_ops_if_pending();
   KILN_GPU_CHECK(op, gpuStreamSynchronize(as_stream(stream)));
   check_kernel_errors();  // Note [Kernel error channel]
 }
 
 void stream_wait_event(StreamHandle stream, EventHandle event, const char* op) {
+  flush_small_ops_if_pending();
   KILN_GPU_CHECK(op, gpuStreamWaitEvent(as_stream(stream), reinterpret_cast<gpuEvent_t>(event), 0));
 }
 

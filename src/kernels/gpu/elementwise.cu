@@ -3,6 +3,7 @@
 #include "kernels/gpu/elementwise.cuh"
 
 #include "backend/gpu/runtime.h"
+#include "backend/gpu/small_ops.h"
 #include "backend/gpu/stream.h"
 
 namespace kiln::gpu {
@@ -70,7 +71,9 @@ ElemLaunch elem_prepare(OpCall& c, ElemArgs<N>& a) {
     a.oc.ndim = 0;
   }
   int dev = out.device().index >= 0 ? out.device().index : current_device();
-  return {dev, current_stream(dev)};
+  // Not current_stream(): that would flush the batch this op may join (elem_launch flushes
+  // before any launch of its own).
+  return {dev, current_stream_noflush(dev)};
 }
 
 template ElemLaunch elem_prepare<1>(OpCall&, ElemArgs<1>&);

@@ -14,6 +14,7 @@
 #include "kernels/convert.h"
 #include "kernels/functors.h"
 #include "kernels/gpu/offset_calc.cuh"
+#include "kernels/gpu/small_batch.cuh"
 #include "ops/op.h"
 
 namespace kiln::gpu {
@@ -34,6 +35,8 @@ inline constexpr int kElemUnroll = 2;
 inline constexpr uint8_t kInDense = 0;       // contiguous (contiguous path) or via OffsetCalc
 inline constexpr uint8_t kInBroadcast = 1;   // one element on the device, read once
 inline constexpr uint8_t kInHostScalar = 2;  // value in ElemArgs::scalar
+static_assert(kInDense == kSmallDense && kInBroadcast == kSmallBroadcast &&
+              kInHostScalar == kSmallHostScalar);  // small_batch.cuh reads these modes
 
 template <int N>
 struct ElemArgs {
@@ -226,6 +229,9 @@ void elem_launch(OpCall& c, const Op& op) {
   ElemArgs<N> a;
   ElemLaunch l = elem_prepare<N>(c, a);
   if (a.n == 0) return;
+  // Note [Deferred small launches]: small contiguous ops join the pending batch.
+  if (a.contiguous && small_defer<N, Op, O, A0, T>(op, a, l.device, l.stream)) return;
+  flush_small_ops_if_pending();
   DeviceGuard guard(l.device);
   constexpr int kV0 = 16 / max_size<O, A0, T>();
   constexpr int V = kV0 < 1 ? 1 : (kV0 > 8 ? 8 : kV0);
