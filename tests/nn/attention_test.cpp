@@ -1,11 +1,13 @@
 // Tests of the fused attention op on the CPU (kiln::nn::functional::_scaled_dot_product_flash_
 // attention, varlen_attention): outputs, log-sum-exp and gradients against the float64 composite
-// math path, gradcheck, dropout reproducibility and consistency, variable-length vs per-sequence.
+// math path, gradcheck, dropout reproducibility and consistency, variable-length vs per-sequence,
+// strided inputs (packed QKV, transposed views) and the layouts of the output and gradients.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 
+#include "kernels/gpu/attention/flash_call.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -243,6 +245,110 @@ TEST(FlashAttentionCpu, VarlenPublicFunctionAndErrors) {
   EXPECT_THROW(F::varlen_attention(q, k, v, cq.to(kInt64), ck, 3, 3), Error);
   EXPECT_THROW(F::varlen_attention(q, k, v, from_vector(std::vector<int32_t>{0, 2, 4}), ck, 3, 3),
                Error);  // does not cover the 5 query rows
+}
+
+// q, k, v heads [B, H, T, D] of one [B, T, 3 H D] projection (GPT-2's layout).
+std::vector<Tensor> packed_heads(const Tensor& qkv, int64_t h) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
+  std::vector<Tensor> r;
+  for (const Tensor& x : kiln::split(qkv, c, 2))
+    r.push_back(x.reshape({b, t, h, c / h}).transpose(1, 2));
+  return r;
+}
+
+// Base address of t's storage (equal for two tensors sharing one).
+uintptr_t storage_base(const Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) -
+         static_cast<uintptr_t>(t.storage_offset() * static_cast<int64_t>(t.element_size()));
+}
+
+// Note [Packed QKV gradients] (src/autograd/vjp_attention.cpp): the heads of one projection go to
+// the kernels as they are; o is [B, T, H, D] memory; dq, dk, dv are views of one [B, T, 3 H D]
+// buffer; every value matches the float64 math path.
+TEST(FlashAttentionCpu, PackedQkvViewsAndGradientLayout) {
+  const int64_t b = 2, t = 9, h = 3, d = 8, c = h * d;
+  for (bool causal : {true, false}) {
+    Tensor qkv = rnd({b, t, 3 * c}, 1100).requires_grad_();
+    std::vector<Tensor> x = packed_heads(qkv, h);
+    for (const Tensor& y : x) EXPECT_TRUE(detail::flash_operand(y).is_same(y));  // no copy
+    Tensor o = std::get<0>(
+        F::_scaled_dot_product_flash_attention(x[0], x[1], x[2], {}, 0.0, causal, std::nullopt));
+    EXPECT_EQ(DimVector(o.strides()), (DimVector{t * c, d, c, 1}));
+    Tensor y = o.transpose(1, 2).reshape({b, t, c});
+    EXPECT_TRUE(y.is_contiguous());
+    EXPECT_EQ(y.data_ptr(), o.data_ptr());  // a view, not a copy
+    // Reference: the math path on contiguous leaf copies.
+    std::vector<Tensor> r;
+    for (const Tensor& z : x) r.push_back(z.detach().contiguous().requires_grad_());
+    Tensor ro = F::scaled_dot_product_attention(r[0], r[1], r[2], {}, 0.0, causal);
+    EXPECT_LT(max_abs_diff(o, ro), 1e-12);
+    // grad_out through the transpose + reshape: strided like o.
+    Tensor gy = rnd({b, t, c}, 1101);
+    Tensor go = gy.reshape({b, t, h, d}).transpose(1, 2);
+    auto g = autograd::grad({o}, {x[0], x[1], x[2]}, {go}, true);
+    auto rg = autograd::grad({ro}, {r[0], r[1], r[2]}, {go});
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_LT(max_abs_diff(g[i], rg[i]), 1e-11) << i;
+      EXPECT_EQ(DimVector(g[i].strides()), (DimVector{3 * c * t, d, 3 * c, 1})) << i;
+      EXPECT_EQ(g[i].storage_offset(), i * c) << i;
+      EXPECT_EQ(storage_base(g[i]), storage_base(g[0])) << i;  // one buffer
+    }
+    // The whole chain into the projection.
+    y.backward(gy);
+    Tensor want = kiln::cat(
+        {rg[0].transpose(1, 2).reshape({b, t, c}), rg[1].transpose(1, 2).reshape({b, t, c}),
+         rg[2].transpose(1, 2).reshape({b, t, c})},
+        2);
+    EXPECT_LT(max_abs_diff(qkv.grad(), want), 1e-11);
+  }
+}
+
+// Transposed views, grouped-query heads, an additive mask, and a head dim with a non-unit stride
+// (copied first): outputs and gradients against the float64 math path.
+TEST(FlashAttentionCpu, StridedInputsMatchMathPath) {
+  const int64_t b = 2, hq = 4, hk = 2, tq = 7, tk = 10, d = 8;
+  for (int layout : {0, 1}) {
+    auto make = [&](int64_t heads, int64_t t, uint64_t seed) {
+      if (layout == 0) return rnd({b, t, heads, d}, seed).transpose(1, 2);  // [B, H, T, D] view
+      return rnd({b, heads, d, t}, seed).transpose(2, 3);                   // head dim strided
+    };
+    Tensor q = make(hq, tq, 1200).requires_grad_(), k = make(hk, tk, 1201).requires_grad_(),
+           v = make(hk, tk, 1202).requires_grad_();
+    if (layout == 0)
+      for (const Tensor* y : {&q, &k, &v}) EXPECT_TRUE(detail::flash_operand(*y).is_same(*y));
+    else
+      for (const Tensor* y : {&q, &k, &v}) EXPECT_FALSE(detail::flash_operand(*y).is_same(*y));
+    Tensor mask = rnd({b, 1, tq, tk}, 1203);
+    Tensor o = std::get<0>(
+        F::_scaled_dot_product_flash_attention(q, k, v, mask, 0.0, false, std::nullopt, true));
+    Tensor ro = F::scaled_dot_product_attention(q, k, v, mask, 0.0, false, std::nullopt, true);
+    EXPECT_LT(max_abs_diff(o, ro), 1e-12) << layout;
+    Tensor go = rnd({b, tq, hq, d}, 1204).transpose(1, 2);
+    auto g = autograd::grad({o}, {q, k, v}, {go});
+    auto rg = autograd::grad({ro}, {q, k, v}, {go});
+    for (int i = 0; i < 3; ++i) EXPECT_LT(max_abs_diff(g[i], rg[i]), 1e-11) << layout << " " << i;
+  }
+}
+
+// Variable-length inputs that are views ([N, 3, H, D] packed rows): the same results as contiguous
+// inputs (themselves checked against per-sequence calls above).
+TEST(FlashAttentionCpu, VarlenStridedInputs) {
+  const std::vector<int32_t> cq = {0, 3, 10, 15}, ck = {0, 3, 10, 15};
+  const int64_t n = 15, h = 2, d = 8;
+  Tensor packed = rnd({n, 3, h, d}, 1300).requires_grad_();
+  Tensor q = packed.select(1, 0), k = packed.select(1, 1), v = packed.select(1, 2);
+  for (const Tensor* y : {&q, &k, &v}) EXPECT_TRUE(detail::flash_operand(*y).is_same(*y));
+  Tensor go = rnd({n, h, d}, 1301);
+  Tensor tcq = from_vector(cq), tck = from_vector(ck);
+  auto [o, lse] = F::_varlen_flash_attention(q, k, v, tcq, tck, 7, 7, 0.0, true);
+  auto g = autograd::grad({o}, {q, k, v}, {go});
+  std::vector<Tensor> r;
+  for (const Tensor* y : {&q, &k, &v}) r.push_back(y->detach().contiguous().requires_grad_());
+  auto [ro, rlse] = F::_varlen_flash_attention(r[0], r[1], r[2], tcq, tck, 7, 7, 0.0, true);
+  auto rg = autograd::grad({ro}, {r[0], r[1], r[2]}, {go});
+  EXPECT_LT(max_abs_diff(o, ro), 1e-12);
+  EXPECT_LT(max_abs_diff(lse, rlse), 1e-12);
+  for (int i = 0; i < 3; ++i) EXPECT_LT(max_abs_diff(g[i], rg[i]), 1e-12) << i;
 }
 
 TEST(FlashAttentionCpu, Errors) {

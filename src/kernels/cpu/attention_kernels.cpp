@@ -1,6 +1,6 @@
 // CPU kernels of the fused attention primitives (FlashAttention, its backward and the
 // variable-length forms): the exact math in double, the reference of the GPU kernels
-// (Note [Flash attention call], src/nn/functional/attention.cpp).
+// (Note [Flash attention call], src/nn/functional/attention.cpp); any strides per tensor.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -59,10 +59,10 @@ void forward(const FlashParams& p) {
       const int hk = h / (p.hq / p.hk);
       const int64_t lq = p.q_len(b), lk = p.k_len(b);
       s.resize(static_cast<size_t>(lk));
-      const T* v0 = static_cast<const T*>(p.v) + p.k_row0(b) + hk * p.k_sh;
+      const T* v0 = static_cast<const T*>(p.v) + p.v_row0(b) + hk * p.v_sh;
       for (int64_t i = 0; i < lq; ++i) {
         const double mx = score_row<T, M>(p, b, h, i, lk, s);
-        T* o = static_cast<T*>(p.o) + p.q_row0(b) + h * p.q_sh + i * p.q_sr;
+        T* o = static_cast<T*>(p.o) + p.o_row0(b) + h * p.o_sh + i * p.o_sr;
         L* lse = static_cast<L*>(p.lse) + p.lse_row0(b, h) + i;
         std::fill(acc.begin(), acc.end(), 0.0);
         double l = 0;
@@ -72,7 +72,7 @@ void forward(const FlashParams& p) {
             l += e;
             const double w = e * drop_factor(p, b, h, i, j, rp);
             if (w == 0) continue;
-            const T* vr = v0 + j * p.k_sr;
+            const T* vr = v0 + j * p.v_sr;
             for (int d = 0; d < p.d; ++d) acc[d] += w * detail::convert<double>(vr[d]);
           }
         }
@@ -101,14 +101,13 @@ void backward(const FlashParams& p) {
       dk.assign(static_cast<size_t>(lk * D), 0.0);
       dv.assign(static_cast<size_t>(lk * D), 0.0);
       const T* k0 = static_cast<const T*>(p.k) + p.k_row0(b) + hk * p.k_sh;
-      const T* v0 = static_cast<const T*>(p.v) + p.k_row0(b) + hk * p.k_sh;
+      const T* v0 = static_cast<const T*>(p.v) + p.v_row0(b) + hk * p.v_sh;
       for (int h = hk * group; h < (hk + 1) * group; ++h) {
         for (int64_t i = 0; i < lq; ++i) {
           score_row<T, M>(p, b, h, i, lk, s);
-          const int64_t qo = p.q_row0(b) + h * p.q_sh + i * p.q_sr;
-          const T* q = static_cast<const T*>(p.q) + qo;
-          const T* go = static_cast<const T*>(p.dout) + qo;
-          const T* o = static_cast<const T*>(p.o) + qo;
+          const T* q = static_cast<const T*>(p.q) + p.q_row0(b) + h * p.q_sh + i * p.q_sr;
+          const T* go = static_cast<const T*>(p.dout) + p.do_row0(b) + h * p.do_sh + i * p.do_sr;
+          const T* o = static_cast<const T*>(p.o) + p.o_row0(b) + h * p.o_sh + i * p.o_sr;
           const double lse =
               static_cast<double>(static_cast<const L*>(p.lse)[p.lse_row0(b, h) + i]);
           double di = 0;
@@ -119,7 +118,7 @@ void backward(const FlashParams& p) {
             if (s[j] == kNegInf || lse == kNegInf) continue;
             const double pij = std::exp(s[j] - lse);
             const double z = drop_factor(p, b, h, i, j, rp);
-            const T* vr = v0 + j * p.k_sr;
+            const T* vr = v0 + j * p.v_sr;
             const T* kr = k0 + j * p.k_sr;
             double dpd = 0;
             for (int d = 0; d < D; ++d)
@@ -132,7 +131,7 @@ void backward(const FlashParams& p) {
               dq[d] += ds * detail::convert<double>(kr[d]);
             }
           }
-          T* dqo = static_cast<T*>(p.dq) + qo;
+          T* dqo = static_cast<T*>(p.dq) + p.dq_row0(b) + h * p.dq_sh + i * p.dq_sr;
           for (int d = 0; d < D; ++d) dqo[d] = detail::convert<T>(dq[d]);
         }
       }

@@ -10,6 +10,7 @@
 
 #include "amp/autocast_state.h"
 #include "backend/gpu/graph_rng.h"
+#include "kernels/gpu/attention/flash_call.h"
 #include "kernels/philox.h"
 #include "kiln/nn/attention.h"
 #include "kiln/nn/functional/activation.h"
@@ -21,7 +22,12 @@
 
 // Note [Flash attention call]
 // ---------------------------
-// The four primitives of src/ops/defs/attention.def take contiguous inputs and these attrs:
+// The four primitives of src/ops/defs/attention.def take q, k, v and grad_o with any strides and
+// a unit head-dim stride (the front ends pass views as they are when flash_layout_ok, in
+// src/kernels/gpu/attention/flash_call.h, says so: GPT-2's heads of one packed QKV projection
+// need no copy; Note [Flash attention strides]); outputs and gradients may be strided too. The
+// dense forward returns o as [B, Tq, Hq, D] memory seen as [B, Hq, Tq, D] (PyTorch's flash backend
+// does the same), so o.transpose(1, 2).reshape({B, Tq, Hq * D}) is a view. Attrs:
 //   s0 = scale (double); s1 = dropout probability p (has_s1; 0 = no dropout); flag = is_causal
 //   (key j masked for query i when j > i, top-left aligned, per sequence for varlen); i0, i1 =
 //   Philox seed and offset (bit-cast to int64) of the dropout mask (Note [Flash attention
@@ -179,9 +185,9 @@ std::tuple<Tensor, Tensor> _scaled_dot_product_flash_attention(
              "] Explicit attn_mask should not be set when is_causal=True");
   KILN_CHECK(dropout_p >= 0 && dropout_p <= 1, "[", op, "] dropout_p must be in [0, 1]");
   OpCall c(OpId::FlashAttention);
-  c.in.push_back(query.contiguous());
-  c.in.push_back(key.contiguous());
-  c.in.push_back(value.contiguous());
+  c.in.push_back(kiln::detail::flash_operand(query));
+  c.in.push_back(kiln::detail::flash_operand(key));
+  c.in.push_back(kiln::detail::flash_operand(value));
   const DType md = lse_dtype(query.dtype());
   if (attn_mask.defined()) {
     KILN_CHECK(attn_mask.device() == query.device(), "[", op, "] attn_mask is on ",
@@ -197,7 +203,9 @@ std::tuple<Tensor, Tensor> _scaled_dot_product_flash_attention(
   c.attrs.has_s0 = true;
   c.attrs.flag = is_causal;
   set_dropout(c, dropout_p, query.device(), b * hq * tq * tk);
-  c.out.push_back(kiln::detail::empty_impl(query.sizes(), query.dtype(), query.device()));
+  // o is [B, Tq, Hq, D] memory seen as [B, Hq, Tq, D] (Note [Flash attention call]).
+  c.out.push_back(kiln::detail::empty_strided_impl({b, hq, tq, d}, {tq * hq * d, d, hq * d, 1},
+                                                   query.dtype(), query.device()));
   c.out.push_back(kiln::detail::empty_impl({b, hq, tq}, md, query.device()));
   c.compute = query.dtype();
   kiln::detail::run(c);
@@ -237,9 +245,9 @@ std::tuple<Tensor, Tensor> _varlen_flash_attention(const Tensor& query, const Te
   KILN_CHECK(pq[nb] == nq && pk[nb] == nk, "[", op, "] cu_seqlens end at ", pq[nb], ", ", pk[nb],
              " but query and key have ", nq, " and ", nk, " rows");
   OpCall c(OpId::FlashAttentionVarlen);
-  c.in.push_back(query.contiguous());
-  c.in.push_back(key.contiguous());
-  c.in.push_back(value.contiguous());
+  c.in.push_back(kiln::detail::flash_operand(query));
+  c.in.push_back(kiln::detail::flash_operand(key));
+  c.in.push_back(kiln::detail::flash_operand(value));
   c.in.push_back(cu_seqlens_q.contiguous());
   c.in.push_back(cu_seqlens_k.contiguous());
   c.attrs.ints = {max_seqlen_q, max_seqlen_k};

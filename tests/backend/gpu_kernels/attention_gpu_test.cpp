@@ -1,7 +1,8 @@
 // GPU tests of the fused attention kernels (tensor-core and portable): outputs, log-sum-exp and
 // gradients against the float64 CPU kernel (itself checked against the math path in
 // tests/nn/attention_test.cpp), masks, causal, GQA, odd lengths, dropout masks shared with the CPU,
-// deterministic backward, variable length. Skip without a GPU.
+// deterministic backward, variable length, strided inputs (packed QKV, transposed views, layouts
+// that must be copied) and the layouts of the output and gradients. Skip without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gpu/attention/flash_call.h"
 #include "kiln/cuda.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/determinism.h"
@@ -153,19 +155,27 @@ TEST(FlashAttentionGpu, Float32AndOddHeadDim) {
     }
 }
 
+// The tensor-core forward: flash_mma, or flash_sm90 where the Hopper kernels are built and run
+// (src/kernels/gpu/attention/sm90/).
+bool tensor_core_forward(const std::string& be) { return be == "flash_mma" || be == "flash_sm90"; }
+
 TEST(FlashAttentionGpu, BackendNames) {
   KILN_NEED_GPU();
   Tensor q = rnd({1, 2, 10, 64}, 5).to(kGpu, kBFloat16);
   F::_scaled_dot_product_flash_attention(q, q, q);
-  EXPECT_STREQ(nn::attention_backend(), "flash_mma");
+  EXPECT_TRUE(tensor_core_forward(nn::attention_backend())) << nn::attention_backend();
   Tensor q2 = rnd({1, 2, 10, 256}, 5).to(kGpu, kBFloat16);
   F::_scaled_dot_product_flash_attention(q2, q2, q2);
   EXPECT_STREQ(nn::attention_backend(), "flash");
   // scaled_dot_product_attention takes the fused path for bf16 head dim 64 on the GPU.
   Tensor o = F::scaled_dot_product_attention(q, q, q, {}, 0.0, true);
-  EXPECT_STREQ(nn::attention_backend(), "flash_mma");
+  EXPECT_TRUE(tensor_core_forward(nn::attention_backend())) << nn::attention_backend();
   Tensor r = reference(cpu64(q), cpu64(q), cpu64(q), {}, true, 0.0, {}, kBFloat16).o;
   EXPECT_LT(rel(o, r), 1.2e-2);
+  // The backward of a head dim 64 call runs on the tensor cores.
+  Tensor qg = q.detach().requires_grad_();
+  F::scaled_dot_product_attention(qg, qg, qg, {}, 0.0, true).sum().backward();
+  EXPECT_STREQ(nn::attention_backend(), "flash_mma");
 }
 
 TEST(FlashAttentionGpu, DeterministicBackwardIsBitIdentical) {
@@ -266,6 +276,165 @@ TEST(FlashAttentionGpu, ExplicitScaleOfEitherSign) {
         EXPECT_LT(rel(g.dv, r.dv), 2e-2) << what;
         EXPECT_LT((cpu64(g.lse) - r.lse).abs().max().item<double>(), 2e-3) << what;
       }
+}
+
+// q, k, v heads [B, H, T, D] of one [B, T, 3 H D] projection (GPT-2's layout).
+std::vector<Tensor> packed_heads(const Tensor& qkv, int64_t h) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
+  std::vector<Tensor> r;
+  for (const Tensor& x : kiln::split(qkv, c, 2))
+    r.push_back(x.reshape({b, t, h, c / h}).transpose(1, 2));
+  return r;
+}
+uintptr_t storage_base(const Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) -
+         static_cast<uintptr_t>(t.storage_offset() * static_cast<int64_t>(t.element_size()));
+}
+
+// Forward and gradients (w.r.t. the given non-leaf views, grad_out go) against the float64 CPU
+// kernel on contiguous copies of the dtype-rounded inputs.
+void check_views(const std::vector<Tensor>& x, const Tensor& go, bool causal, DType dt,
+                 const std::string& what, bool gqa = false) {
+  Tensor o = std::get<0>(
+      F::_scaled_dot_product_flash_attention(x[0], x[1], x[2], {}, 0.0, causal, std::nullopt, gqa));
+  auto g = autograd::grad({o}, {x[0], x[1], x[2]}, {go});
+  const std::string backend = nn::attention_backend();
+  std::vector<Tensor> r;
+  for (const Tensor& y : x) r.push_back(cpu64(y).contiguous().requires_grad_());
+  Tensor ro = std::get<0>(
+      F::_scaled_dot_product_flash_attention(r[0], r[1], r[2], {}, 0.0, causal, std::nullopt, gqa));
+  auto rg = autograd::grad({ro}, {r[0], r[1], r[2]}, {cpu64(go)});
+  const double tol_o = dt == kFloat32 ? 1e-5 : (dt == kBFloat16 ? 1.2e-2 : 3e-3);
+  const double tol_g = dt == kFloat32 ? 1e-5 : (dt == kBFloat16 ? 2e-2 : 5e-3);
+  EXPECT_LT(rel(o, ro), tol_o) << what << " backend " << backend;
+  for (int i = 0; i < 3; ++i) EXPECT_LT(rel(g[i], rg[i]), tol_g) << what << " grad " << i;
+}
+
+// Note [Packed QKV gradients]: GPT-2's heads go to the kernels without copies, o is [B, T, H, D]
+// memory, dq / dk / dv are views of one [B, T, 3 H D] buffer, and the values match float64; on the
+// tensor-core path (head dims 64, 128), the portable one (256) and the deterministic dq pass.
+TEST(FlashAttentionGpu, PackedQkvViewsAndGradientLayout) {
+  KILN_NEED_GPU();
+  const int64_t b = 2, t = 200, h = 3;
+  for (int64_t d : {64, 128, 256})
+    for (bool det : {false, true}) {
+      if (det && d == 128) continue;
+      const int64_t c = h * d;
+      Tensor qkv = rnd({b, t, 3 * c}, 4000 + d).to(kGpu, kBFloat16).requires_grad_();
+      std::vector<Tensor> x = packed_heads(qkv, h);
+      for (const Tensor& y : x) EXPECT_TRUE(detail::flash_operand(y).is_same(y));
+      Tensor o = std::get<0>(
+          F::_scaled_dot_product_flash_attention(x[0], x[1], x[2], {}, 0.0, true, std::nullopt));
+      const std::string be = nn::attention_backend();  // tensor-core kernels at d 64, 128
+      EXPECT_TRUE(d == 256 ? be == "flash" : tensor_core_forward(be)) << d << " " << be;
+      EXPECT_EQ(DimVector(o.strides()), (DimVector{t * c, d, c, 1}));
+      Tensor gy = rnd({b, t, c}, 4100 + d).to(kGpu, kBFloat16);
+      Tensor go = gy.reshape({b, t, h, d}).transpose(1, 2);
+      use_deterministic_algorithms(det);
+      auto g = autograd::grad({o}, {x[0], x[1], x[2]}, {go}, /*retain_graph=*/true);
+      use_deterministic_algorithms(false);
+      const std::string what = "d " + std::to_string(d) + " det " + std::to_string(det);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(DimVector(g[i].strides()), (DimVector{3 * c * t, d, 3 * c, 1})) << what;
+        EXPECT_EQ(g[i].storage_offset(), i * c) << what;
+        EXPECT_EQ(storage_base(g[i]), storage_base(g[0])) << what;
+      }
+      std::vector<Tensor> r;
+      for (const Tensor& y : x) r.push_back(cpu64(y).contiguous().requires_grad_());
+      Tensor ro = std::get<0>(
+          F::_scaled_dot_product_flash_attention(r[0], r[1], r[2], {}, 0.0, true, std::nullopt));
+      auto rg = autograd::grad({ro}, {r[0], r[1], r[2]}, {cpu64(go)});
+      EXPECT_LT(rel(o, ro), 1.2e-2) << what;
+      for (int i = 0; i < 3; ++i) EXPECT_LT(rel(g[i], rg[i]), 2e-2) << what << " grad " << i;
+      // The whole chain into the projection's gradient.
+      Tensor y = o.transpose(1, 2).reshape({b, t, c});
+      EXPECT_EQ(y.data_ptr(), o.data_ptr());
+      y.backward(gy);
+      Tensor want = kiln::cat(
+          {rg[0].transpose(1, 2).reshape({b, t, c}), rg[1].transpose(1, 2).reshape({b, t, c}),
+           rg[2].transpose(1, 2).reshape({b, t, c})},
+          2);
+      EXPECT_LT(rel(qkv.grad(), want), 2e-2) << what;
+    }
+}
+
+// Strided views the kernels read in place (transposed [B, T, H, D] memory, GQA, float32 on the
+// portable path, a batch of one) and views that must be copied first (a row stride that is not a
+// multiple of 16 bytes, a misaligned data pointer, a strided head dim).
+TEST(FlashAttentionGpu, StridedViewsAndCopies) {
+  KILN_NEED_GPU();
+  const int64_t b = 2, hq = 4, hk = 2, tq = 130, tk = 150;
+  struct Layout {
+    int kind;  // 0 [B, T, H, D] transposed, 1 row stride D + 4, 2 offset 1, 3 head dim strided
+    int64_t d;
+    DType dt;
+    bool in_place;
+  };
+  const Layout layouts[] = {{0, 64, kBFloat16, true},  {0, 128, kFloat16, true},
+                            {0, 40, kFloat32, true},   {0, 256, kBFloat16, true},
+                            {1, 64, kBFloat16, false}, {2, 64, kBFloat16, false},
+                            {3, 64, kBFloat16, false}};
+  uint64_t seed = 5000;
+  for (const Layout& l : layouts) {
+    auto make = [&](int64_t heads, int64_t t) -> Tensor {
+      switch (l.kind) {
+        case 0:
+          return rnd({b, t, heads, l.d}, seed++).to(kGpu, l.dt).transpose(1, 2);
+        case 1:
+          return rnd({b, heads, t, l.d + 4}, seed++).to(kGpu, l.dt).narrow(3, 0, l.d);
+        case 2:
+          return rnd({b, heads, t, l.d + 1}, seed++).to(kGpu, l.dt).narrow(3, 1, l.d);
+        default:
+          return rnd({b, heads, l.d, t}, seed++).to(kGpu, l.dt).transpose(2, 3);
+      }
+    };
+    for (bool gqa : {false, true}) {
+      const int64_t h2 = gqa ? hk : hq;
+      std::vector<Tensor> x = {make(hq, tq).requires_grad_(), make(h2, tk).requires_grad_(),
+                               make(h2, tk).requires_grad_()};
+      // requires_grad_ on a view of a non-tracked base makes it a leaf; the kernels see it as is.
+      for (const Tensor& y : x)
+        EXPECT_EQ(detail::flash_operand(y).is_same(y), l.in_place) << l.kind << " " << l.d;
+      Tensor go = rnd({b, tq, hq, l.d}, seed++).to(kGpu, l.dt).transpose(1, 2);
+      const std::string what = "kind " + std::to_string(l.kind) + " d " + std::to_string(l.d) +
+                               " " + dtype_name(l.dt) + " gqa " + std::to_string(gqa);
+      check_views(x, go, /*causal=*/!gqa, l.dt, what, gqa);
+    }
+  }
+  // A batch of one: the batch stride does not matter.
+  Tensor qkv = rnd({1, 70, 3 * 2 * 64}, 5100).to(kGpu, kBFloat16).requires_grad_();
+  std::vector<Tensor> x = packed_heads(qkv, 2);
+  for (const Tensor& y : x) EXPECT_TRUE(detail::flash_operand(y).is_same(y));
+  check_views(x, rnd({1, 2, 70, 64}, 5101).to(kGpu, kBFloat16), true, kBFloat16, "batch 1");
+}
+
+// Variable-length inputs that are views of packed [N, 3, H, D] rows, against the float64 CPU
+// kernel.
+TEST(FlashAttentionGpu, VarlenStridedInputs) {
+  KILN_NEED_GPU();
+  const std::vector<int32_t> cu = {0, 70, 70, 199, 204};
+  const int64_t n = 204, h = 2;
+  for (int64_t d : {64, 128, 256}) {
+    Tensor packed = rnd({n, 3, h, d}, 6000 + d);
+    Tensor go = rnd({n, h, d}, 6100 + d);
+    auto go_run = [&](Device dev, DType dt) {
+      Tensor p = packed.to(kBFloat16).to(kFloat64).to(dev, dt).requires_grad_();
+      std::vector<Tensor> x = {p.select(1, 0), p.select(1, 1), p.select(1, 2)};
+      if (dev.is_cuda()) {
+        for (const Tensor& y : x) EXPECT_TRUE(detail::flash_operand(y).is_same(y));
+      }
+      Tensor tc = from_vector(cu).to(dev);
+      auto [o, lse] = F::_varlen_flash_attention(x[0], x[1], x[2], tc, tc, 129, 129, 0.0, true);
+      auto g = autograd::grad({o}, {x[0], x[1], x[2]}, {go.to(kBFloat16).to(kFloat64).to(dev, dt)});
+      return Result{o, lse, g[0], g[1], g[2]};
+    };
+    Result g = go_run(kGpu, kBFloat16), c = go_run(kCpuDev, kFloat64);
+    const std::string what = "d " + std::to_string(d);
+    EXPECT_LT(rel(g.o, c.o), 1.2e-2) << what;
+    EXPECT_LT(rel(g.dq, c.dq), 2e-2) << what;
+    EXPECT_LT(rel(g.dk, c.dk), 2e-2) << what;
+    EXPECT_LT(rel(g.dv, c.dv), 2e-2) << what;
+  }
 }
 
 TEST(FlashAttentionGpu, LongCausalSequences) {

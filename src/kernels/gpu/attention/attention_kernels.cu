@@ -11,6 +11,9 @@
 #include "kernels/gpu/attention/flash_mma.cuh"
 #include "kernels/gpu/attention/flash_mma_bwd.cuh"
 #include "kernels/gpu/attention/flash_portable.cuh"
+#if KILN_HAVE_SM90
+#include "kernels/gpu/attention/sm90/flash_sm90.h"
+#endif
 #include "kiln/nn/attention.h"
 #include "kiln/ops.h"
 #include "kiln/ops/determinism.h"
@@ -57,6 +60,13 @@ void dispatch_d(int d, F&& f) {
 template <class T>
 void forward(const char* op, FlashParams& p, const Launch& l) {
   if (p.tq == 0) return;
+#if KILN_HAVE_SM90
+  if (sm90_forward(p, dtype_of<T>(), l.device, l.stream)) {
+    check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
+    kiln::detail::set_attention_backend("flash_sm90");
+    return;
+  }
+#endif
   if (mma_forward_supported<T>(p)) {
     mma_forward<T>(p, l.stream);
     check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
@@ -154,9 +164,11 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
       });
       check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
     }
-  } else if (mma && c.out[0].is_contiguous() && c.out[0].numel() % 8 == 0) {
-    if (p.tq > 0) {
-      mma_dq_cast<T>(p.dq_acc, c.out[0].data_ptr(), c.out[0].numel(), l.stream);
+  } else if (mma) {
+    // dq_acc (contiguous) -> dq through dq's strides (the packed-QKV gradient, Note [Packed QKV
+    // gradients] in src/autograd/vjp_attention.cpp, is written in place).
+    if (p.tq > 0 && c.out[0].numel() > 0) {
+      mma_dq_cast<T>(p, c.out[0].numel() / p.d, l.stream);
       check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
     }
   } else {

@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kWarps* kLanes, (fwd_min_blocks<kD, kWarps, kM
   const int g = lane >> 2, tq = lane & 3, mi = lane >> 3;
   const uint16_t* q = static_cast<const uint16_t*>(p.q) + p.q_row0(b) + h * p.q_sh;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + p.k_row0(b) + hk * p.k_sh;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + p.k_row0(b) + hk * p.k_sh;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + p.v_row0(b) + hk * p.v_sh;
   int64_t kend = lk;
   if (p.causal && i0 + kBq < kend) kend = i0 + kBq;
   const int ntiles = static_cast<int>((kend + kMmaBk - 1) / kMmaBk);
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kWarps* kLanes, (fwd_min_blocks<kD, kWarps, kM
     if (t < ntiles) {
       const uint32_t nb = skv + t * 2 * kTileBytes;
       load_tile_async<kD, kMmaBk, kThreads>(nb, k, p.k_sr, t * kMmaBk, lk);
-      load_tile_async<kD, kMmaBk, kThreads>(nb + kTileBytes, v, p.k_sr, t * kMmaBk, lk);
+      load_tile_async<kD, kMmaBk, kThreads>(nb + kTileBytes, v, p.v_sr, t * kMmaBk, lk);
     }
     cp_async_commit();
   }
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(kWarps* kLanes, (fwd_min_blocks<kD, kWarps, kM
     if (t + 2 < ntiles) {  // into the buffer of tile t - 1, which every warp has finished
       const uint32_t nb = skv + ((t + 2) % kStages) * 2 * kTileBytes;
       load_tile_async<kD, kMmaBk, kThreads>(nb, k, p.k_sr, (t + 2) * kMmaBk, lk);
-      load_tile_async<kD, kMmaBk, kThreads>(nb + kTileBytes, v, p.k_sr, (t + 2) * kMmaBk, lk);
+      load_tile_async<kD, kMmaBk, kThreads>(nb + kTileBytes, v, p.v_sr, (t + 2) * kMmaBk, lk);
     }
     cp_async_commit();
     const uint32_t sk = skv + (t % kStages) * 2 * kTileBytes, sv = sk + kTileBytes;
@@ -387,7 +387,7 @@ __global__ void __launch_bounds__(kWarps* kLanes, (fwd_min_blocks<kD, kWarps, kM
   }
   cp_async_wait_all();  // nothing may be in flight at exit (no key tiles: Q only)
   // Row sums across the quad, then out = o / l and lse = (m + log2 l) ln 2.
-  uint16_t* out = static_cast<uint16_t*>(p.o) + p.q_row0(b) + h * p.q_sh;
+  uint16_t* out = static_cast<uint16_t*>(p.o) + p.o_row0(b) + h * p.o_sh;
   float* lse = static_cast<float*>(p.lse) + p.lse_row0(b, h);
 #pragma unroll
   for (int mt = 0; mt < kM; ++mt)
@@ -399,7 +399,7 @@ __global__ void __launch_bounds__(kWarps* kLanes, (fwd_min_blocks<kD, kWarps, kM
       const int64_t row = wrow + mt * 16 + g + 8 * e;
       if (row >= lq) continue;
       const float inv = ll > 0.0f ? 1.0f / ll : 0.0f;
-      uint16_t* orow = out + row * p.q_sr;
+      uint16_t* orow = out + row * p.o_sr;
 #pragma unroll
       for (int n = 0; n < kD / 8; ++n)
         *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tq) =
@@ -412,11 +412,19 @@ __global__ void __launch_bounds__(kWarps* kLanes, (fwd_min_blocks<kD, kWarps, kM
 // The forward grid puts the query tile in grid z (at most 65535 tiles; longer calls go portable).
 constexpr int64_t kMaxGridZ = 65535;
 
+// A 16-bit tensor whose rows are 16-byte aligned (cp.async / ldmatrix / vector stores): the data
+// pointer and the batch, head and row strides (elements) are multiples of 8. The front ends pass
+// strided q, k, v, dout only under this rule (flash_rows_aligned, src/nn/functional/attention.cpp).
+inline bool rows_aligned16(const void* x, int64_t sb, int64_t sh, int64_t sr) {
+  return reinterpret_cast<uintptr_t>(x) % 16 == 0 && sb % 8 == 0 && sh % 8 == 0 && sr % 8 == 0;
+}
+
 template <class T>
 bool mma_forward_supported(const FlashParams& p) {
-  const auto al = [](const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; };
   return (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)&&(p.d == 64 || p.d == 128) &&
-         (p.tq + 63) / 64 <= kMaxGridZ && al(p.q) && al(p.k) && al(p.v) && al(p.o);
+         (p.tq + 63) / 64 <= kMaxGridZ && rows_aligned16(p.q, p.q_sb, p.q_sh, p.q_sr) &&
+         rows_aligned16(p.k, p.k_sb, p.k_sh, p.k_sr) &&
+         rows_aligned16(p.v, p.v_sb, p.v_sh, p.v_sr) && rows_aligned16(p.o, p.o_sb, p.o_sh, p.o_sr);
 }
 
 // Warps per forward block: KILN_FLASH_FWD_WARPS=4 or 8, and m16 tiles per warp at head dim 64:

@@ -42,16 +42,18 @@ __global__ void __launch_bounds__(256)
   const int64_t lq = p.q_len(b);
   float acc = 0.0f;
   if (i < lq) {
-    const int64_t off = p.q_row0(b) + h * p.q_sh + i * p.q_sr + c * 8;
-    const uint4 a = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.dout) + off);
-    const uint4 o = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.o) + off);
+    const uint4 a = *reinterpret_cast<const uint4*>(
+        static_cast<const uint16_t*>(p.dout) + p.do_row0(b) + h * p.do_sh + i * p.do_sr + c * 8);
+    const uint4 o = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.o) +
+                                                    p.o_row0(b) + h * p.o_sh + i * p.o_sr + c * 8);
     const uint32_t aw[4] = {a.x, a.y, a.z, a.w}, ow[4] = {o.x, o.y, o.z, o.w};
 #pragma unroll
     for (int w = 0; w < 4; ++w)
       acc += to_f32<kBf16>(aw[w] & 0xffffu) * to_f32<kBf16>(ow[w] & 0xffffu) +
              to_f32<kBf16>(aw[w] >> 16) * to_f32<kBf16>(ow[w] >> 16);
     if (p.dq_acc) {
-      float4* z = reinterpret_cast<float4*>(p.dq_acc + off);
+      float4* z =
+          reinterpret_cast<float4*>(p.dq_acc + p.acc_row0(b) + h * p.acc_sh + i * p.acc_sr + c * 8);
       z[0] = z[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
   }
@@ -134,11 +136,11 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
   const int hk = h / (p.hq / p.hk);
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const int g = lane >> 2, tq = lane & 3, mi = lane >> 3;
-  const int64_t qoff = p.q_row0(b) + h * p.q_sh;
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + qoff;
-  const uint16_t* go = static_cast<const uint16_t*>(p.dout) + qoff;
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + p.q_row0(b) + h * p.q_sh;
+  const uint16_t* go = static_cast<const uint16_t*>(p.dout) + p.do_row0(b) + h * p.do_sh;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + p.k_row0(b) + hk * p.k_sh;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + p.k_row0(b) + hk * p.k_sh;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + p.v_row0(b) + hk * p.v_sh;
+  float* const dqa = p.dq_acc + (p.acc_row0(b) + h * p.acc_sh);  // used only when dq_acc is set
   const int64_t prow = (static_cast<int64_t>(b) * p.hq + h) * pad;
   const float* l2g = l2buf + prow;
   const float* dlg = dlbuf + prow;
@@ -149,7 +151,7 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
     const uint32_t s = sst + (t % kStages) * kStage;
     const int64_t r0 = istart + static_cast<int64_t>(t) * kBq;
     load_tile_async<kD, kBq, kThreads>(s, q, p.q_sr, r0, lq);
-    load_tile_async<kD, kBq, kThreads>(s + kQdBytes, go, p.q_sr, r0, lq);
+    load_tile_async<kD, kBq, kThreads>(s + kQdBytes, go, p.do_sr, r0, lq);
     if (threadIdx.x < kBq / 2) {  // kBq / 4 chunks of l2, then of dl (r0 + kBq <= pad)
       const int which = threadIdx.x / (kBq / 4), c = threadIdx.x % (kBq / 4);
       cp_async16(s + 2 * kQdBytes + which * kBq * 4 + c * 16, (which ? dlg : l2g) + r0 + c * 4,
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
   };
   // Groups: {K, V, tile 0}, {tile 1}, then one per iteration (possibly empty).
   load_tile_async<kD, kBwdBk, kThreads>(sk, k, p.k_sr, j0, lk);
-  load_tile_async<kD, kBwdBk, kThreads>(sv, v, p.k_sr, j0, lk);
+  load_tile_async<kD, kBwdBk, kThreads>(sv, v, p.v_sr, j0, lk);
   for (int t = 0; t < 2; ++t) {
     if (t < ntiles) load_stage(t);
     cp_async_commit();
@@ -185,7 +187,6 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
   auto dq_tile = [&](uint32_t sds, int64_t i0t) {
     constexpr int kRg = kBq / 16, kDw = kD * kRg / kWarpsB;
     const int qr = (warp % kRg) * 16, d0 = (warp / kRg) * kDw;
-    float* dq = p.dq_acc + qoff;
 #pragma unroll
     for (int hp = 0; hp < kDw / 16; ++hp) {
       const int np = d0 / 16 + hp;
@@ -204,7 +205,7 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
       for (int e = 0; e < 2; ++e) {
         const int64_t i = i0t + qr + g + 8 * e;
         if (i >= lq) continue;
-        float* row = dq + i * p.q_sr + np * 16 + 2 * tq;
+        float* row = dqa + i * p.acc_sr + np * 16 + 2 * tq;
         red_add2(row, acc[0][2 * e] * p.scale, acc[0][2 * e + 1] * p.scale);
         red_add2(row + 8, acc[1][2 * e] * p.scale, acc[1][2 * e + 1] * p.scale);
       }
@@ -550,22 +551,38 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
     }
 }
 
-// dq = the float accumulator cast to the input dtype, 8 elements a thread (n % 8 == 0).
-template <bool kBf16>
-__global__ void mma_dq_cast_kernel(const float* src, uint16_t* dst, int64_t n8) {
+// dq = the float accumulator (contiguous, q's shape) cast to the input dtype through dq's strides,
+// 8 elements a thread (d % 8 == 0): one 16-byte store when dq's rows are 16-byte aligned
+// (kVec), else 8 scalar stores. Rows are numbered in the accumulator's order: (b, h, i) for dense
+// calls (n1 = Hq, n2 = Tq; dq strides s0, s1, s2 = sb, sh, sr) and (row, h) for variable-length
+// ones (n0 = 1, n1 = N, n2 = Hq; strides 0, sr, sh).
+template <bool kBf16, bool kVec>
+__global__ void mma_dq_cast_kernel(const float* src, uint16_t* dst, int64_t n8, int d8, int64_t n1,
+                                   int64_t n2, int64_t s0, int64_t s1, int64_t s2) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n8) return;
   const float4 a = reinterpret_cast<const float4*>(src)[2 * i];
   const float4 c = reinterpret_cast<const float4*>(src)[2 * i + 1];
-  reinterpret_cast<uint4*>(dst)[i] = make_uint4(pack2<kBf16>(a.x, a.y), pack2<kBf16>(a.z, a.w),
-                                                pack2<kBf16>(c.x, c.y), pack2<kBf16>(c.z, c.w));
+  const int64_t row = i / d8, i2 = row % n2, r1 = row / n2;
+  uint16_t* out = dst + (r1 / n1) * s0 + (r1 % n1) * s1 + i2 * s2 + (i - row * d8) * 8;
+  const uint32_t w[4] = {pack2<kBf16>(a.x, a.y), pack2<kBf16>(a.z, a.w), pack2<kBf16>(c.x, c.y),
+                         pack2<kBf16>(c.z, c.w)};
+  if constexpr (kVec) {
+    *reinterpret_cast<uint4*>(out) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      out[2 * e] = static_cast<uint16_t>(w[e] & 0xffffu);
+      out[2 * e + 1] = static_cast<uint16_t>(w[e] >> 16);
+    }
+  }
 }
 
 template <class T>
 bool mma_backward_supported(const FlashParams& p) {
-  const auto al = [](const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; };
-  return mma_forward_supported<T>(p) && al(p.dout) && al(p.o) && al(p.dq) &&
-         (p.dkv_f32 || (al(p.dk) && al(p.dv)));
+  return mma_forward_supported<T>(p) && rows_aligned16(p.dout, p.do_sb, p.do_sh, p.do_sr) &&
+         (p.dkv_f32 || (rows_aligned16(p.dk, p.dk_sb, p.dk_sh, p.dk_sr) &&
+                        rows_aligned16(p.dv, p.dk_sb, p.dk_sh, p.dk_sr)));
 }
 
 // Query rows per backward tile: KILN_FLASH_BWD_BQ=16 (4 warps of 32 keys, head dim 64 only), 32
@@ -667,12 +684,24 @@ void mma_backward_kv(const FlashParams& p, const float* l2buf, const float* dlbu
   }
 }
 
+// dq from the float accumulator p.dq_acc (mma_dq_cast_kernel), through p.dq's strides.
 template <class T>
-void mma_dq_cast(const float* src, void* dst, int64_t n, gpuStream_t stream) {
+void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream) {
   constexpr bool kBf16 = std::is_same_v<T, BFloat16>;
-  const int64_t n8 = n / 8;
-  mma_dq_cast_kernel<kBf16><<<static_cast<unsigned>((n8 + 255) / 256), 256, 0, stream>>>(
-      src, static_cast<uint16_t*>(dst), n8);
+  const bool varlen = p.cu_q != nullptr;
+  const int d8 = p.d / 8;
+  const int64_t n8 = rows * d8;
+  const int64_t n1 = varlen ? rows / p.hq : p.hq, n2 = varlen ? p.hq : p.tq;
+  const int64_t s0 = varlen ? 0 : p.dq_sb, s1 = varlen ? p.dq_sr : p.dq_sh;
+  const int64_t s2 = varlen ? p.dq_sh : p.dq_sr;
+  const dim3 grid(static_cast<unsigned>((n8 + 255) / 256));
+  uint16_t* dst = static_cast<uint16_t*>(p.dq);
+  if (rows_aligned16(p.dq, p.dq_sb, p.dq_sh, p.dq_sr))
+    mma_dq_cast_kernel<kBf16, true>
+        <<<grid, 256, 0, stream>>>(p.dq_acc, dst, n8, d8, n1, n2, s0, s1, s2);
+  else
+    mma_dq_cast_kernel<kBf16, false>
+        <<<grid, 256, 0, stream>>>(p.dq_acc, dst, n8, d8, n1, n2, s0, s1, s2);
 }
 
 #else  // portable build (HIP): no tensor-core kernels here
@@ -687,7 +716,7 @@ void mma_backward_prep(const FlashParams&, float*, float*, int64_t, gpuStream_t)
 template <class T>
 void mma_backward_kv(const FlashParams&, const float*, const float*, int64_t, gpuStream_t) {}
 template <class T>
-void mma_dq_cast(const float*, void*, int64_t, gpuStream_t) {}
+void mma_dq_cast(const FlashParams&, int64_t, gpuStream_t) {}
 
 #endif
 

@@ -7,8 +7,12 @@
 
 namespace kiln::detail {
 
-// Element strides; q, o, grad_o and dq share one layout, k and v another, dk/dv a third (Hq heads
-// when the kernel writes per-query-head partial sums for grouped-query attention).
+// Note [Flash attention strides]: every tensor has its own element strides (batch sb, head sh,
+// row sr) and unit stride in the head dim: q, k, v, o (forward output / saved output), dout, dq,
+// and dk (shared by dk and dv; Hq heads when the kernel writes per-query-head partial sums for
+// grouped-query attention). Variable-length calls keep [N, H, D] tensors: sb is unused and rows
+// start at cu_q / cu_k. lse / delta and the GPU dq_acc accumulator are always contiguous
+// ([B, H, T] / [B, H, T, D], or [H, N] / [N, H, D] for variable-length calls).
 struct FlashParams {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -21,13 +25,18 @@ struct FlashParams {
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;
-  float* dq_acc = nullptr;        // GPU: float accumulator of dq (atomics), layout of q
+  float* dq_acc = nullptr;        // GPU: float accumulator of dq (atomics), contiguous
   float* delta = nullptr;         // GPU: rowsum(grad_o * o), layout of lse
   const int32_t* cu_q = nullptr;  // variable-length: cumulative sequence starts [B + 1]
   const int32_t* cu_k = nullptr;
   int64_t q_sb = 0, q_sh = 0, q_sr = 0;
   int64_t k_sb = 0, k_sh = 0, k_sr = 0;
-  int64_t dk_sb = 0, dk_sh = 0, dk_sr = 0;
+  int64_t v_sb = 0, v_sh = 0, v_sr = 0;
+  int64_t o_sb = 0, o_sh = 0, o_sr = 0;
+  int64_t do_sb = 0, do_sh = 0, do_sr = 0;
+  int64_t dq_sb = 0, dq_sh = 0, dq_sr = 0;
+  int64_t dk_sb = 0, dk_sh = 0, dk_sr = 0;     // dk and dv
+  int64_t acc_sb = 0, acc_sh = 0, acc_sr = 0;  // GPU dq_acc: contiguous in q's shape
   int64_t lse_sb = 0, lse_sh = 0;
   int b = 0, hq = 0, hk = 0, d = 0;
   int64_t tq = 0, tk = 0;  // dense: the lengths; variable-length: the maxima
@@ -41,7 +50,12 @@ struct FlashParams {
 
   KILN_HD int64_t q_row0(int bi) const { return cu_q ? cu_q[bi] * q_sr : bi * q_sb; }
   KILN_HD int64_t k_row0(int bi) const { return cu_k ? cu_k[bi] * k_sr : bi * k_sb; }
+  KILN_HD int64_t v_row0(int bi) const { return cu_k ? cu_k[bi] * v_sr : bi * v_sb; }
+  KILN_HD int64_t o_row0(int bi) const { return cu_q ? cu_q[bi] * o_sr : bi * o_sb; }
+  KILN_HD int64_t do_row0(int bi) const { return cu_q ? cu_q[bi] * do_sr : bi * do_sb; }
+  KILN_HD int64_t dq_row0(int bi) const { return cu_q ? cu_q[bi] * dq_sr : bi * dq_sb; }
   KILN_HD int64_t dk_row0(int bi) const { return cu_k ? cu_k[bi] * dk_sr : bi * dk_sb; }
+  KILN_HD int64_t acc_row0(int bi) const { return cu_q ? cu_q[bi] * acc_sr : bi * acc_sb; }
   KILN_HD int64_t q_len(int bi) const { return cu_q ? cu_q[bi + 1] - cu_q[bi] : tq; }
   KILN_HD int64_t k_len(int bi) const { return cu_k ? cu_k[bi + 1] - cu_k[bi] : tk; }
   // Index of (b, h, row 0) in lse / delta (rows are consecutive).

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kSimtThreads) simt_forward(FlashParams p) {
   const int hk = h / (p.hq / p.hk);
   const T* q = static_cast<const T*>(p.q) + p.q_row0(b) + h * p.q_sh;
   const T* k = static_cast<const T*>(p.k) + p.k_row0(b) + hk * p.k_sh;
-  const T* v = static_cast<const T*>(p.v) + p.k_row0(b) + hk * p.k_sh;
+  const T* v = static_cast<const T*>(p.v) + p.v_row0(b) + hk * p.v_sh;
   load_tile<T, kMaxD>(sq, q, p.q_sr, i0, lq, p.d);
   const int r = t / S::kTpr, part = t % S::kTpr;
   const int64_t i = i0 + r;
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kSimtThreads) simt_forward(FlashParams p) {
   for (int64_t j0 = 0; j0 < kend; j0 += kTile) {
     __syncthreads();
     load_tile<T, kMaxD>(sk, k, p.k_sr, j0, lk, p.d);
-    load_tile<T, kMaxD>(sv, v, p.k_sr, j0, lk, p.d);
+    load_tile<T, kMaxD>(sv, v, p.v_sr, j0, lk, p.d);
     __syncthreads();
     for (int e = t; e < kTile * kTile; e += kSimtThreads) {
       const int rr = e / kTile, cc = e % kTile;
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kSimtThreads) simt_forward(FlashParams p) {
     m = mx;
   }
   if (i >= lq) return;
-  T* o = static_cast<T*>(p.o) + p.q_row0(b) + h * p.q_sh + i * p.q_sr;
+  T* o = static_cast<T*>(p.o) + p.o_row0(b) + h * p.o_sh + i * p.o_sr;
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
   for (int e = 0; e < S::kDpt; ++e) {
@@ -127,9 +127,8 @@ __global__ void simt_delta(FlashParams p, int64_t rows_per_bh) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int b = blockIdx.z, h = blockIdx.y;
   if (idx >= rows_per_bh || idx >= p.q_len(b)) return;
-  const int64_t off = p.q_row0(b) + h * p.q_sh + idx * p.q_sr;
-  const T* go = static_cast<const T*>(p.dout) + off;
-  const T* o = static_cast<const T*>(p.o) + off;
+  const T* go = static_cast<const T*>(p.dout) + p.do_row0(b) + h * p.do_sh + idx * p.do_sr;
+  const T* o = static_cast<const T*>(p.o) + p.o_row0(b) + h * p.o_sh + idx * p.o_sr;
   float acc = 0.0f;
   for (int d = 0; d < p.d; ++d) acc += ld(go, d) * ld(o, d);
   p.delta[p.lse_row0(b, h) + idx] = acc;
@@ -177,15 +176,14 @@ __global__ void __launch_bounds__(kSimtThreads) simt_backward_kv(FlashParams p, 
   const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kTile;
   if (j0 >= lk) return;
   const int hk = h / (p.hq / p.hk);
-  const int64_t qoff = p.q_row0(b) + h * p.q_sh;
-  const T* q = static_cast<const T*>(p.q) + qoff;
-  const T* go = static_cast<const T*>(p.dout) + qoff;
+  const T* q = static_cast<const T*>(p.q) + p.q_row0(b) + h * p.q_sh;
+  const T* go = static_cast<const T*>(p.dout) + p.do_row0(b) + h * p.do_sh;
   const T* k = static_cast<const T*>(p.k) + p.k_row0(b) + hk * p.k_sh;
-  const T* v = static_cast<const T*>(p.v) + p.k_row0(b) + hk * p.k_sh;
+  const T* v = static_cast<const T*>(p.v) + p.v_row0(b) + hk * p.v_sh;
   const float* lse = static_cast<const float*>(p.lse) + p.lse_row0(b, h);
   const float* delta = p.delta + p.lse_row0(b, h);
   load_tile<T, kMaxD>(sk, k, p.k_sr, j0, lk, p.d);
-  load_tile<T, kMaxD>(sv, v, p.k_sr, j0, lk, p.d);
+  load_tile<T, kMaxD>(sv, v, p.v_sr, j0, lk, p.d);
   const int r = t / S::kTpr, part = t % S::kTpr;
   float dk[S::kDpt], dv[S::kDpt];
 #pragma unroll
@@ -194,7 +192,7 @@ __global__ void __launch_bounds__(kSimtThreads) simt_backward_kv(FlashParams p, 
   for (int64_t i0 = istart; i0 < lq; i0 += kTile) {
     __syncthreads();
     load_tile<T, kMaxD>(sq, q, p.q_sr, i0, lq, p.d);
-    load_tile<T, kMaxD>(sdo, go, p.q_sr, i0, lq, p.d);
+    load_tile<T, kMaxD>(sdo, go, p.do_sr, i0, lq, p.d);
     if (t < kTile) {
       slse[t] = i0 + t < lq ? lse[i0 + t] : neg_inf();
       sdelta[t] = i0 + t < lq ? delta[i0 + t] : 0.0f;
@@ -213,7 +211,7 @@ __global__ void __launch_bounds__(kSimtThreads) simt_backward_kv(FlashParams p, 
       }
     }
     if (atomic_dq && i0 + r < lq) {
-      float* dq = p.dq_acc + qoff + (i0 + r) * p.q_sr;
+      float* dq = p.dq_acc + p.acc_row0(b) + h * p.acc_sh + (i0 + r) * p.acc_sr;
 #pragma unroll
       for (int e = 0; e < S::kDpt; ++e) {
         const int d = part + S::kTpr * e;
@@ -255,11 +253,12 @@ __global__ void __launch_bounds__(kSimtThreads) simt_backward_q(FlashParams p) {
   const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kTile;
   if (i0 >= lq) return;
   const int hk = h / (p.hq / p.hk);
-  const int64_t qoff = p.q_row0(b) + h * p.q_sh;
   const T* k = static_cast<const T*>(p.k) + p.k_row0(b) + hk * p.k_sh;
-  const T* v = static_cast<const T*>(p.v) + p.k_row0(b) + hk * p.k_sh;
-  load_tile<T, kMaxD>(sq, static_cast<const T*>(p.q) + qoff, p.q_sr, i0, lq, p.d);
-  load_tile<T, kMaxD>(sdo, static_cast<const T*>(p.dout) + qoff, p.q_sr, i0, lq, p.d);
+  const T* v = static_cast<const T*>(p.v) + p.v_row0(b) + hk * p.v_sh;
+  load_tile<T, kMaxD>(sq, static_cast<const T*>(p.q) + p.q_row0(b) + h * p.q_sh, p.q_sr, i0, lq,
+                      p.d);
+  load_tile<T, kMaxD>(sdo, static_cast<const T*>(p.dout) + p.do_row0(b) + h * p.do_sh, p.do_sr, i0,
+                      lq, p.d);
   if (t < kTile) {
     slse[t] = i0 + t < lq ? static_cast<const float*>(p.lse)[p.lse_row0(b, h) + i0 + t] : neg_inf();
     sdelta[t] = i0 + t < lq ? p.delta[p.lse_row0(b, h) + i0 + t] : 0.0f;
@@ -273,7 +272,7 @@ __global__ void __launch_bounds__(kSimtThreads) simt_backward_q(FlashParams p) {
   for (int64_t j0 = 0; j0 < kend; j0 += kTile) {
     __syncthreads();
     load_tile<T, kMaxD>(sk, k, p.k_sr, j0, lk, p.d);
-    load_tile<T, kMaxD>(sv, v, p.k_sr, j0, lk, p.d);
+    load_tile<T, kMaxD>(sv, v, p.v_sr, j0, lk, p.d);
     __syncthreads();
     simt_ds_tile<kMaxD>(p, sq, sk, sdo, sv, slse, sdelta, sp, sd, b, h, i0, j0, lq, lk);
     __syncthreads();
@@ -285,7 +284,7 @@ __global__ void __launch_bounds__(kSimtThreads) simt_backward_q(FlashParams p) {
     }
   }
   if (i0 + r >= lq) return;
-  T* out = static_cast<T*>(p.dq) + qoff + (i0 + r) * p.q_sr;
+  T* out = static_cast<T*>(p.dq) + p.dq_row0(b) + h * p.dq_sh + (i0 + r) * p.dq_sr;
 #pragma unroll
   for (int e = 0; e < S::kDpt; ++e) {
     const int d = part + S::kTpr * e;
