@@ -263,10 +263,24 @@ int main(int argc, char** argv) try {
                 static_cast<long long>(warmup));
     return 0;
   }
+  // Allocator traffic over the timed steps: the caching allocator should serve every request
+  // from its cache after the warmup (device allocations or frees here stall the stream).
+  std::map<std::string, int64_t> mem0;
+  if (gpu) mem0 = kiln::cuda::memory_stats();
   const auto t0 = Clock::now();
   for (int64_t s = warmup; s < warmup + steps; ++s) train_step(s);
   if (gpu) kiln::cuda::synchronize();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (gpu) {
+    auto mem1 = kiln::cuda::memory_stats();
+    std::printf("{\"framework\":\"kiln\",\"alloc_stats_timed_steps\":{");
+    const char* keys[] = {"num_device_alloc", "num_device_free", "num_sync_all_streams",
+                          "num_alloc_retries", "allocation.all.allocated"};
+    for (size_t k = 0; k < std::size(keys); ++k)
+      std::printf("%s\"%s\":%lld", k ? "," : "", keys[k],
+                  static_cast<long long>(mem1[keys[k]] - mem0[keys[k]]));
+    std::printf("}}\n");
+  }
 
   std::vector<double> loss_values;
   for (auto& l : losses) loss_values.push_back(l.item<double>());

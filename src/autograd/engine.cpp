@@ -7,8 +7,32 @@
 #include "amp/autocast_state.h"
 #include "autograd/node_state.h"
 #include "kiln/ops.h"
+#include "ops/tensor_factory.h"
 
 namespace kiln::detail {
+
+bool dense_layout(const Tensor& t);  // node.cpp: non-overlapping and dense strides
+
+namespace {
+
+// Note [Gradient casts in the leaf's layout]: a gradient cast to its leaf's dtype (autocast's
+// float32 master weights take a bfloat16 gradient, often transposed: a linear's dW arrives as
+// the .t() of the GEMM's output) is written straight in the leaf's layout, one cast-and-transpose
+// kernel, so that AccumulateGrad can take the result as the leaf's .grad without another copy
+// (and sums of such gradients, the tied embedding's, add tensors of one layout). Without grad
+// mode only: with create_graph the cast stays a recorded op.
+Tensor cast_into_leaf_layout(const AutogradNode::Edge& e, const Tensor& g, DType dtype) {
+  if (grad_mode_enabled() || !e.fn) return {};
+  const Tensor& leaf = e.fn->state().leaf;
+  if (!leaf.defined() || leaf.dtype() != dtype || leaf.device() != g.device() ||
+      leaf.sizes() != g.sizes() || !dense_layout(leaf))
+    return {};
+  Tensor out = empty_strided_impl(leaf.sizes(), leaf.strides(), dtype, leaf.device());
+  out.copy_(g);
+  return out;
+}
+
+}  // namespace
 
 // Makes each gradient match its input's metadata: sum broadcast dims, real part for a real
 // input, cast to the input's dtype. A shape that cannot be matched is an error naming the node.
@@ -34,7 +58,10 @@ std::vector<Tensor> validate_outputs(AutogradNode& node, std::vector<Tensor>&& g
                  IntArrayRef(m.sizes));
     }
     if (g.is_complex() && !is_complex(m.dtype)) g = g.real();
-    if (g.dtype() != m.dtype) g = g.to(m.dtype);
+    if (g.dtype() != m.dtype) {
+      Tensor cast = cast_into_leaf_layout(s.next[i], g, m.dtype);
+      g = cast.defined() ? std::move(cast) : g.to(m.dtype);
+    }
     if (g.device() != m.device) g = g.to(m.device);
   }
   return std::move(grads);

@@ -123,6 +123,31 @@ AccumulateGrad::AccumulateGrad(const Tensor& leaf) {
   state().out_meta.push_back(TensorMeta::of(leaf));
 }
 
+bool dense_layout(const Tensor& t) {
+  bool dense =
+      t.impl()->has_storage() && storage_elements_needed(t.sizes(), t.strides()) == t.numel();
+  for (int64_t d = 0; d < t.dim(); ++d) dense &= t.stride(d) > 0 || t.size(d) <= 1;
+  return dense;
+}
+
+namespace {
+
+// Note [Stealing the gradient]: as PyTorch's AccumulateGrad, a gradient nobody else can see (its
+// handle and its storage referenced once: the engine's buffer alone; not a view into a larger
+// buffer) that already has the leaf's dtype, device and layout becomes the leaf's .grad as it
+// is, instead of a copy into a fresh buffer: one device copy less per parameter and step.
+bool can_steal(const Tensor& t, const Tensor& g, bool dense) {
+  if (g.use_count() != 1 || !g.impl()->has_storage() || g.requires_grad()) return false;
+  const Storage& st = g.impl()->storage();
+  if (st.use_count() != 1 || g.storage_offset() != 0) return false;
+  if (g.dtype() != t.dtype() || g.device() != t.device() || g.sizes() != t.sizes()) return false;
+  if (st->nbytes != static_cast<size_t>(g.numel()) * static_cast<size_t>(g.element_size()))
+    return false;
+  return dense ? g.strides() == t.strides() : g.is_contiguous();
+}
+
+}  // namespace
+
 void accumulate_grad(const Tensor& t, const Tensor& g) {
   if (!g.defined()) return;
   AutogradMeta& m = ensure_meta(t);
@@ -132,15 +157,17 @@ void accumulate_grad(const Tensor& t, const Tensor& g) {
     if (create) {
       slot = g;
     } else {
-      // A fresh buffer laid out like the tensor (PyTorch: .grad matches its parameter's strides
-      // when those are non-overlapping), never an alias of g.
+      // A buffer laid out like the tensor (PyTorch: .grad matches its parameter's strides when
+      // those are non-overlapping): g itself when no one else holds it, else a fresh copy.
       NoGradGuard ng;
-      bool dense =
-          t.impl()->has_storage() && storage_elements_needed(t.sizes(), t.strides()) == t.numel();
-      for (int64_t d = 0; d < t.dim(); ++d) dense &= t.stride(d) > 0 || t.size(d) <= 1;
-      slot = dense ? empty_strided_impl(t.sizes(), t.strides(), t.dtype(), t.device())
-                   : empty_impl(t.sizes(), t.dtype(), t.device());
-      slot.copy_(g);
+      const bool dense = dense_layout(t);
+      if (can_steal(t, g, dense)) {
+        slot = g;
+      } else {
+        slot = dense ? empty_strided_impl(t.sizes(), t.strides(), t.dtype(), t.device())
+                     : empty_impl(t.sizes(), t.dtype(), t.device());
+        slot.copy_(g);
+      }
     }
   } else if (!create && !slot.requires_grad()) {
     NoGradGuard ng;

@@ -3,6 +3,7 @@
 #include "kernels/gpu/elementwise.cuh"
 
 #include "dispatch/registry.h"
+#include "kernels/gpu/binary_mixed.h"
 
 namespace kiln::gpu {
 
@@ -15,9 +16,17 @@ void register_binary_kernels(KernelRegistry& r) {
   (void)kFC;
   (void)kIF;
   (void)kIB;
-  r.set(OpId::Add, kCUDA, &gpu_binary<fn::Add, kNumericMask, true>);
-  r.set(OpId::Sub, kCUDA, &gpu_binary<fn::Sub, kNumericMask & ~kBoolMask, true>);
-  r.set(OpId::Mul, kCUDA, &gpu_binary<fn::Mul, kNumericMask, true>);
+  // Add, Sub, Mul: float32 with a bfloat16/float16 operand first tries the mixed-precision
+  // kernels (Note [Mixed-precision binary kernels]).
+  r.set(OpId::Add, kCUDA, [](OpCall& c) {
+    if (!gpu_binary_mixed(OpId::Add, c)) gpu_binary<fn::Add, kNumericMask, true>(c);
+  });
+  r.set(OpId::Sub, kCUDA, [](OpCall& c) {
+    if (!gpu_binary_mixed(OpId::Sub, c)) gpu_binary<fn::Sub, kNumericMask & ~kBoolMask, true>(c);
+  });
+  r.set(OpId::Mul, kCUDA, [](OpCall& c) {
+    if (!gpu_binary_mixed(OpId::Mul, c)) gpu_binary<fn::Mul, kNumericMask, true>(c);
+  });
   r.set(OpId::Div, kCUDA, &gpu_binary<fn::Div, kFloatMask | kComplexMask, true>);
   r.set(OpId::DivTrunc, kCUDA, &gpu_binary<fn::DivTrunc, kIF>);
   r.set(OpId::DivFloor, kCUDA, &gpu_binary<fn::DivFloor, kIF>);

@@ -1,6 +1,6 @@
 // GPU kernels of layer_norm and rms_norm, forward and backward: register-resident rows
-// (Note [GPU row kernels]) saving mean/rstd, dx from the saved statistics, and dweight/dbias as
-// per-chunk column partial sums plus a second pass over the chunks (deterministic, no atomics).
+// (Note [GPU row kernels]) saving mean/rstd; dx and dweight/dbias in one pass of per-block column
+// partial sums (Note [Fused layer_norm backward]) plus a second pass (deterministic, no atomics).
 #include "kernels/gpu/nn_common.cuh"
 
 #include <algorithm>
@@ -415,6 +415,150 @@ __global__ void norm_param_finish_kernel(const acc_t<T>* pw, const acc_t<T>* pb,
   if (db) db[col] = st<T>(ab);
 }
 
+// Note [Fused layer_norm backward]
+// ---------------------------------
+// When one warp holds a row in registers (16-byte vectors), one persistent kernel computes dx
+// and the parameter-gradient partial sums together: warp w of W walks rows w, w + W, ..., writes
+// dx, and keeps running sums of g * xhat and g for the columns its lanes own (the same columns in
+// every row). Each block adds its warps' sums in warp order and writes one partial row;
+// norm_param_rows_finish_kernel adds the blocks' rows in a fixed order. g and x are read once, not
+// twice (the separate partial-sum kernel re-read both), and one launch less. Every sum has an
+// order fixed by the grid (the device's multiprocessor count): deterministic. The dx formula is
+// norm_bwd_kernel's; its two row sums reduce by warp butterfly instead of a block tree.
+inline constexpr int kFusedBwdThreads = 256;
+inline constexpr int kFusedBwdBlocksPerSm = 2;
+// Elements per lane (VPT * V) of the fused kernel: beyond 24 its four register rows spill.
+inline constexpr int kFusedBwdMaxElems = 24;
+inline constexpr size_t kFusedBwdMaxSmem = 48 * 1024;
+
+template <class A, int E>
+__device__ __forceinline__ void fused_block_sum(const A (&acc)[E], A* sm, A* out, int64_t n,
+                                                int lane, int wid, int wpb, int ws, int V) {
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int64_t i = (static_cast<int64_t>(e / V) * ws + lane) * V + e % V;
+    if (i < n) sm[static_cast<int64_t>(wid) * n + i] = acc[e];
+  }
+  __syncthreads();
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    A s = 0;
+    for (int q = 0; q < wpb; ++q) s += sm[static_cast<int64_t>(q) * n + c];
+    out[static_cast<int64_t>(blockIdx.x) * n + c] = s;
+  }
+  __syncthreads();
+}
+
+template <class T, int VPT>
+__global__ void __launch_bounds__(kFusedBwdThreads, kFusedBwdBlocksPerSm)
+    norm_bwd_fused_kernel(const T* __restrict__ g, const T* __restrict__ x,
+                          const acc_t<T>* __restrict__ mean, const acc_t<T>* __restrict__ rstd,
+                          const T* __restrict__ w, T* __restrict__ dx, acc_t<T>* __restrict__ pw,
+                          acc_t<T>* __restrict__ pb, int64_t rows, int64_t n, bool center) {
+  using A = acc_t<T>;
+  constexpr int V = vec_width<T>();
+  constexpr int E = VPT * V;
+  using VecT = Vec<T, V>;
+  extern __shared__ unsigned char fused_bwd_smem[];  // [warps per block][n] of A
+  const int ws = warp_size();
+  const int lane = static_cast<int>(threadIdx.x) % ws, wid = static_cast<int>(threadIdx.x) / ws;
+  const int wpb = static_cast<int>(blockDim.x) / ws;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * wpb;
+  A aw[E], ab[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) aw[e] = ab[e] = A(0);
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * wpb + wid; row < rows; row += stride) {
+    const int64_t base = row * n;
+    A gv[E], xh[E];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int64_t i0 = (static_cast<int64_t>(k) * ws + lane) * V;
+      if (i0 < n) {
+        const VecT a = *reinterpret_cast<const VecT*>(g + base + i0);
+        const VecT b = *reinterpret_cast<const VecT*>(x + base + i0);
+#pragma unroll
+        for (int j = 0; j < V; ++j) gv[k * V + j] = ld<A>(a.v[j]), xh[k * V + j] = ld<A>(b.v[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) gv[k * V + j] = xh[k * V + j] = A(0);
+      }
+    }
+    const A mu = center ? mean[row] : A(0);
+    const A rs = rstd[row];
+    A s1 = 0, s2 = 0;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int64_t i0 = (static_cast<int64_t>(k) * ws + lane) * V;
+      if (i0 >= n) continue;
+      VecT wv;
+      if (w) wv = *reinterpret_cast<const VecT*>(w + i0);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int e = k * V + j;
+        xh[e] = (xh[e] - mu) * rs;
+        aw[e] += gv[e] * xh[e];
+        ab[e] += gv[e];
+        if (w) gv[e] *= ld<A>(wv.v[j]);  // from here on gv holds g * w
+        s1 += gv[e];
+        s2 += gv[e] * xh[e];
+      }
+    }
+    for (int o = ws / 2; o > 0; o /= 2) {
+      if (center) s1 += warp_shfl_xor(s1, o);
+      s2 += warp_shfl_xor(s2, o);
+    }
+    const A a = center ? s1 / static_cast<A>(n) : A(0);
+    const A bq = s2 / static_cast<A>(n);
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int64_t i0 = (static_cast<int64_t>(k) * ws + lane) * V;
+      if (i0 >= n) continue;
+      VecT o;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int e = k * V + j;
+        o.v[j] = st<T>(rs * (gv[e] - a - xh[e] * bq));
+      }
+      *reinterpret_cast<VecT*>(dx + base + i0) = o;
+    }
+  }
+  A* sm = reinterpret_cast<A*>(fused_bwd_smem);
+  if (pw) fused_block_sum(aw, sm, pw, n, lane, wid, wpb, ws, V);
+  if (pb) fused_block_sum(ab, sm, pb, n, lane, wid, wpb, ws, V);
+}
+
+// The fused kernel's second pass: column j sums the blocks' partial rows. Many partial rows (two
+// per multiprocessor) and few columns, so a block takes kColTile columns with kFinishLanes lanes
+// striding over the rows (a handful of independent loads each: the pass is latency-bound), and
+// the lanes combine in lane order: a fixed order, as the one-thread-per-column
+// norm_param_finish_kernel, without its serial walk over hundreds of rows.
+inline constexpr int kFinishLanes = 32;
+
+template <class T>
+__global__ void __launch_bounds__(kColTile* kFinishLanes)
+    norm_param_rows_finish_kernel(const acc_t<T>* __restrict__ pw, const acc_t<T>* __restrict__ pb,
+                                  T* dw, T* db, int64_t parts, int64_t n) {
+  using A = acc_t<T>;
+  __shared__ A sw[kFinishLanes][kColTile + 1], sb[kFinishLanes][kColTile + 1];
+  const int tx = static_cast<int>(threadIdx.x) % kColTile, ty = threadIdx.x / kColTile;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColTile + tx;
+  A aw = 0, ab = 0;
+  if (col < n) {
+#pragma unroll 4
+    for (int64_t k = ty; k < parts; k += kFinishLanes) {
+      if (pw) aw += pw[k * n + col];
+      if (pb) ab += pb[k * n + col];
+    }
+  }
+  sw[ty][tx] = aw;
+  sb[ty][tx] = ab;
+  __syncthreads();
+  if (ty == 0 && col < n) {
+    for (int k = 1; k < kFinishLanes; ++k) aw += sw[k][tx], ab += sb[k][tx];
+    if (dw) dw[col] = st<T>(aw);
+    if (db) db[col] = st<T>(ab);
+  }
+}
+
 template <bool kCenter>
 void norm_op(OpCall& c) {
   const Tensor& x = c.in[0];
@@ -438,6 +582,22 @@ void norm_op(OpCall& c) {
     const bool aligned =
         aligned16(xp) && aligned16(y) && (!w || aligned16(w)) && (!b || aligned16(b));
     const int ws = device_info(dev).warp_size;
+    if constexpr (std::is_same_v<T, float>) {
+      // float32 rows of 5-6 vectors per lane of one warp (768: GPT-2's width) take the
+      // persistent kernel with six vectors (Note [Persistent layer_norm forward]); the masked
+      // lanes of a shorter row load nothing. (16-bit rows of six vectors spill there.)
+      const int64_t per_vec = static_cast<int64_t>(ws) * vec_width<T>();
+      const int64_t need = (n + per_vec - 1) / per_vec;
+      if (aligned && n % vec_width<T>() == 0 && need > 4 && need <= 6 && kWarpBlock % ws == 0) {
+        const unsigned blocks6 = grid_for(rows, kWarpBlock / ws);
+        const unsigned grid = std::min<unsigned>(
+            blocks6,
+            static_cast<unsigned>(kPersistBlocks * device_info(dev).multi_processor_count));
+        norm_fwd_persistent_kernel<T, 6>
+            <<<grid, kWarpBlock, 0, s>>>(xp, w, b, y, mean, rstd, rows, n, kCenter, eps);
+        return;
+      }
+    }
     const RowGeom g = norm_fwd_geom(n, vec_width<T>(), ws, aligned);
     const unsigned blocks = grid_for(rows, g.rows_per_block);
 #define KILN_NORM_FWD_WARP(VPT) \
@@ -524,6 +684,39 @@ void norm_backward_op(OpCall& c) {
       return;
     }
     const bool aligned = aligned16(gp) && aligned16(xp) && aligned16(dx) && (!w || aligned16(w));
+    if constexpr (!std::is_same_v<T, double>) {
+      // Note [Fused layer_norm backward]: dx and the partial sums in one pass.
+      const int ws = device_info(dev).warp_size;
+      const int64_t per_vec = static_cast<int64_t>(ws) * vec_width<T>();
+      const int64_t need = (n + per_vec - 1) / per_vec;
+      const int wpb = kFusedBwdThreads / ws;
+      const size_t smem = static_cast<size_t>(wpb) * static_cast<size_t>(n) * sizeof(A);
+      if ((dw || db) && aligned && n % vec_width<T>() == 0 &&
+          need * vec_width<T>() <= kFusedBwdMaxElems && smem <= kFusedBwdMaxSmem) {
+        const int64_t sms = device_info(dev).multi_processor_count;
+        const int64_t blocks = std::max<int64_t>(
+            1, std::min<int64_t>((rows + wpb - 1) / wpb, kFusedBwdBlocksPerSm * sms));
+        Tensor part = scratch<A>(2 * blocks * n, x.device());
+        A* pw = static_cast<A*>(part.data_ptr());
+        A* pb = pw + blocks * n;
+#define KILN_NORM_BWD_FUSED(VPT)                                                               \
+  norm_bwd_fused_kernel<T, VPT><<<static_cast<unsigned>(blocks), kFusedBwdThreads, smem, s>>>( \
+      gp, xp, mean, rstd, w, dx, dw ? pw : nullptr, db ? pb : nullptr, rows, n, kCenter)
+        if (need <= 1)
+          KILN_NORM_BWD_FUSED(1);
+        else if (need <= 2)
+          KILN_NORM_BWD_FUSED(2);
+        else if (need <= 3)
+          KILN_NORM_BWD_FUSED(3);
+        else if constexpr (6 * vec_width<T>() <= kFusedBwdMaxElems)
+          KILN_NORM_BWD_FUSED(6);
+#undef KILN_NORM_BWD_FUSED
+        norm_param_rows_finish_kernel<T>
+            <<<static_cast<unsigned>((n + kColTile - 1) / kColTile), kColTile * kFinishLanes, 0,
+               s>>>(dw ? pw : nullptr, db ? pb : nullptr, dw, db, blocks, n);
+        return;
+      }
+    }
     const RowGeom g = row_geom(n, vec_width<T>(), device_info(dev).warp_size, aligned);
     const unsigned blocks = grid_for(rows, g.rows_per_block);
 #define KILN_NORM_BWD(VPT) \
