@@ -1,6 +1,7 @@
-// Convolution and linear benchmark (JSON lines): conv2d N32 C64->64 56x56 3x3 through cuDNN
-// (bf16/fp32; forward, backward data, backward filter) and bf16 linear with bias / tanh-GELU at
-// GPT-2 shapes (cuBLASLt epilogues). PyTorch: bench/torch_gpu_conv.py; both: run_conv_bench.sh.
+// Convolution, pooling and linear benchmark (JSON lines): conv2d N32 C64->64 56x56 3x3 through
+// cuDNN (bf16/fp32; forward, backward data, backward filter), avg_pool2d forward/backward, and
+// bf16 linear with bias / tanh-GELU at GPT-2 shapes (cuBLASLt epilogues). PyTorch:
+// bench/torch_gpu_conv.py; both: run_conv_bench.sh.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -74,7 +75,10 @@ int main() {
     kiln::manual_seed(seed);
     return kiln::randn(shape, kiln::TensorOptions(kiln::kFloat32)).to(dt).to(gpu);
   };
-  if (tag.empty()) {
+  // KILN_DISABLE_CUDNN=1: only the pooling, on kiln's own kernels ("_native").
+  const char* off = std::getenv("KILN_DISABLE_CUDNN");
+  const std::string ptag = (off && std::string(off) == "1") ? "_native" : "";
+  if (tag.empty() && ptag.empty()) {
     const int64_t n = 32, c = 64, o = 64, h = 56, w = 56;
     const double flops = 2.0 * n * o * h * w * c * 9;
     const std::vector<int64_t> xs{n, c, 1, h, w}, ws{o, c, 1, 3, 3}, ys{n, o, 1, h, w};
@@ -105,10 +109,36 @@ int main() {
       }
     }
   }
+  // Average pooling (Note [cuDNN pooling]): N32 C64 112x112, 3x3 windows, stride 2, padding 1.
+  if (ctag.empty() && tag.empty()) {
+    const int64_t n = 32, c = 64, h = 112, w = 112, oh = 56, ow = 56;
+    for (kiln::DType dt : {kiln::kBFloat16, kiln::kFloat32}) {
+      const std::string d = dt == kiln::kBFloat16 ? "bf16" : "fp32";
+      kiln::Tensor x = randn({n, c, h, w}, dt, 7), gy = randn({n, c, oh, ow}, dt, 8);
+      emit("avg_pool2d_" + d + "_fwd" + ptag,
+           gpu_ms(20,
+                  [&] {
+                    F::avg_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+                  }),
+           0, "");
+      emit("avg_pool2d_" + d + "_bwd" + ptag,
+           gpu_ms(20,
+                  [&] {
+                    kiln::OpCall pc(OpId::AvgPool2dBackward);
+                    pc.in.push_back(gy);
+                    for (int64_t v : {3, 3, 2, 2, 1, 1}) pc.attrs.ints.push_back(v);
+                    pc.attrs.flag = true;
+                    pc.out.push_back(kiln::detail::empty_impl({n, c, h, w}, dt, gpu));
+                    pc.compute = dt;
+                    kiln::detail::find_kernel(OpId::AvgPool2dBackward, kiln::kCUDA)(pc);
+                  }),
+           0, "");
+    }
+  }
   struct Lin {
     int64_t m, k, n;
   };
-  if (!ctag.empty()) return 0;
+  if (!ctag.empty() || !ptag.empty()) return 0;
   for (Lin s : {Lin{16384, 768, 2304}, Lin{16384, 768, 3072}, Lin{16384, 3072, 768}}) {
     kiln::Tensor x = randn({s.m, s.k}, kiln::kBFloat16, 4),
                  w = randn({s.n, s.k}, kiln::kBFloat16, 5);

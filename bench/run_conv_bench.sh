@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Convolution (cuDNN) and linear-bias (cuBLASLt epilogue) benchmark side by side with PyTorch
-# (bench/gpu_conv.cpp vs bench/torch_gpu_conv.py), with the ratios kiln / torch.
+# and average pooling (cuDNN, and kiln's own kernels with KILN_DISABLE_CUDNN=1) (bench/gpu_conv.cpp
+# vs bench/torch_gpu_conv.py), with the ratios kiln / torch.
 #
 #   bench/run_conv_bench.sh --build   on the build machine, after scripts/gpu-test --build with the
 #                                     same KILN_GPU_STAGE and KILN_GPU_BUILD_DIR: builds the
@@ -37,6 +38,7 @@ case "${1:-}" in
     "$stage/gpu_conv_bench" | tee "$out/kiln_conv.jsonl"
     KILN_LT_BIAS_EPILOGUE=0 "$stage/gpu_conv_bench" | tee -a "$out/kiln_conv.jsonl"
     KILN_CUDNN_GRAPH=0 "$stage/gpu_conv_bench" | tee -a "$out/kiln_conv.jsonl"
+    KILN_DISABLE_CUDNN=1 "$stage/gpu_conv_bench" | tee -a "$out/kiln_conv.jsonl"
     PYTHONUNBUFFERED=1 python3 "$root/bench/torch_gpu_conv.py" | tee "$out/torch_conv.jsonl"
     python3 - "$out/kiln_conv.jsonl" "$out/torch_conv.jsonl" <<'PY'
 import json, sys
@@ -45,7 +47,7 @@ t = {r["bench"]: r for r in map(json.loads, open(sys.argv[2]))}
 print(f"{'case':<44} {'kiln ms':>9} {'torch ms':>9} {'kiln TF/s':>10} {'torch TF/s':>11} {'ratio':>6} "
       f"{'kiln host us':>12}")
 for r in k:
-    base = r["bench"].removesuffix("_noepi").removesuffix("_legacy")
+    base = r["bench"].removesuffix("_noepi").removesuffix("_legacy").removesuffix("_native")
     if base in t:
         print(f"{r['bench']:<44} {r['ms']:>9.4f} {t[base]['ms']:>9.4f} {r['tflops']:>10.1f} "
               f"{t[base]['tflops']:>11.1f} {t[base]['ms'] / r['ms']:>6.2f} {r.get('host_us', -1):>12.1f}")

@@ -39,6 +39,12 @@ def main():
                 gy, x, wt, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False])),
                 flops)
             emit(f"conv2d_{d}_fwd_frontend", gpu_ms(20, lambda: F.conv2d(x, wt, None, 1, 1)), flops)
+        for dt, d in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
+            x = torch.randn(32, 64, 112, 112, device="cuda", dtype=dt)
+            gy = torch.randn(32, 64, 56, 56, device="cuda", dtype=dt)
+            emit(f"avg_pool2d_{d}_fwd", gpu_ms(20, lambda: F.avg_pool2d(x, 3, 2, 1)), 0)
+            emit(f"avg_pool2d_{d}_bwd", gpu_ms(20, lambda: torch.ops.aten.avg_pool2d_backward(
+                gy, x, [3, 3], [2, 2], [1, 1], False, True, None)), 0)
         for m, k, nn in ((16384, 768, 2304), (16384, 768, 3072), (16384, 3072, 768)):
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             wt = torch.randn(nn, k, device="cuda", dtype=torch.bfloat16)

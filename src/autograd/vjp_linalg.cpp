@@ -18,8 +18,17 @@ void register_linalg_vjps() {
         }
         if (c.needs(1)) {
           Tensor a = c.in(0);
-          Tensor ah = conj_a ? a.mT() : conj_if(a).mT();
-          c.set(1, times(kiln::bmm(ah, g), alpha));
+          const Tensor& b = c.in(1);
+          if (b.dim() >= 2 && b.stride(-2) == 1 && b.stride(-1) != 1 && b.size(-1) > 1) {
+            // b is a transposed view (linear's weight.t()): (g^T a)^T, so the gradient comes out
+            // in the layout of the tensor b views, as PyTorch arranges it (no transposing cast
+            // into a row-major weight's .grad).
+            Tensor gt = kiln::bmm(g.mT(), conj_a ? a : conj_if(a)).mT();
+            c.set(1, times(gt, alpha));
+          } else {
+            Tensor ah = conj_a ? a.mT() : conj_if(a).mT();
+            c.set(1, times(kiln::bmm(ah, g), alpha));
+          }
         }
         if (c.n_in() > 2 && c.needs(2)) {
           Scalar beta = conj_scalar(c.attrs().has_s1 ? c.attrs().s1 : Scalar(1));

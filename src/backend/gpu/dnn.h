@@ -43,6 +43,22 @@ bool conv_forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvP
 bool conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p);
 bool conv_backward_filter(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p);
 
+// Note [cuDNN pooling]
+// Average pooling (2-D; 1-D and 3-D callers reshape to it) runs through cudnnPoolingForward /
+// Backward on contiguous inputs when cuDNN's floor-rule output size is the op's (not for
+// ceil_mode windows past it) and there is no divisor_override; count_include_pad picks the
+// include/exclude-padding mode. Max pooling stays on kiln's kernels: its op returns the argmax
+// indices the backward scatters by (PyTorch's contract), which cuDNN's pooling does not produce.
+struct PoolParams {
+  int64_t kernel[2], stride[2], pad[2];
+  bool count_include_pad;
+};
+// Forward: in = x, out = y; backward: in = grad y, out = grad x. False (nothing written) when
+// cuDNN is unavailable or cannot run the call.
+bool avg_pool2d(const Tensor& in, const Tensor& out, bool backward, const PoolParams& p);
+// Pooling calls cuDNN ran so far (tests check the path was taken).
+int64_t pool_call_count();
+
 // Algorithm searches run so far in this process (one per cached problem; tests check hits).
 int64_t algo_search_count();
 

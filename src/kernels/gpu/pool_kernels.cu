@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backend/gpu/dnn.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/stream.h"
 #include "core/dispatch_dtype.h"
@@ -273,6 +274,14 @@ void avg_pool_op(OpCall& c) {
   const int64_t div = kAdaptive ? 0 : c.attrs.i0;
   const int64_t total = kBackward ? g.p * g.h * g.w : g.p * g.oh * g.ow;
   if (total == 0) return;
+  if constexpr (!kAdaptive) {
+    // Note [cuDNN pooling] (backend/gpu/dnn.h).
+    if (div == 0 &&
+        dnn::avg_pool2d(in, o.buf, kBackward, {{a.kh, a.kw}, {a.sh, a.sw}, {a.ph, a.pw}, pad})) {
+      o.finish();
+      return;
+    }
+  }
   dispatch_types<kFloatMask>(in.dtype(), op_name(c.op), [&]<class T>() {
     const T* ip = static_cast<const T*>(in.data_ptr());
     if constexpr (kBackward)
