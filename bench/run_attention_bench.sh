@@ -39,6 +39,16 @@ case "${1:-}" in
     # flash_mma_bwd.cuh), KILN_FLASH_BWD_PHASED=0|1 (order of the plain backward kernel's products,
     # Note [Flash mma backward phases]).
     "$stage/gpu_attention_bench" | tee "$out/kiln_attention.jsonl"
+    # KILN_BENCH_NO_SM90=1 also times kiln with the Hopper kernels off (KILN_FLASH_SM90=0,
+    # src/kernels/gpu/attention/sm90/), i.e. the sm_80 tensor-core kernels on the same GPU.
+    if [ "${KILN_BENCH_NO_SM90:-0}" = 1 ]; then
+      KILN_FLASH_SM90=0 "$stage/gpu_attention_bench" | tee "$out/kiln_attention_nosm90.jsonl"
+    fi
+    # KILN_BENCH_SM90_CFGS="0 1 2 3" also times each Hopper forward shape (KILN_FLASH_SM90_CFG,
+    # src/kernels/gpu/attention/sm90/flash_sm90_fwd.cu), one table each.
+    for c in ${KILN_BENCH_SM90_CFGS:-}; do
+      KILN_FLASH_SM90_CFG=$c "$stage/gpu_attention_bench" | tee "$out/kiln_attention_cfg$c.jsonl"
+    done
     for w in ${KILN_BENCH_FWD_WARPS:-}; do
       KILN_FLASH_FWD_WARPS=$w "$stage/gpu_attention_bench" | tee "$out/kiln_attention_w$w.jsonl"
     done

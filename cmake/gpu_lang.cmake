@@ -5,6 +5,14 @@ set(KILN_GPU_BACKEND "none")
 set(KILN_GPU_SOURCES "")
 file(GLOB_RECURSE _kiln_cu_files CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/gpu/*.cu
      ${CMAKE_CURRENT_SOURCE_DIR}/src/backend/gpu/*.cu)
+option(KILN_SM90_KERNELS "Build the Hopper (sm_90a) kernels when the architectures include 90" ON)
+# Hopper-only kernels (wgmma, setmaxnreg, TMA): a separate sm_90a object library, CUDA builds
+# whose architecture list has 90 only (_kiln_gpu_finish_target).
+file(GLOB_RECURSE _kiln_sm90_files CONFIGURE_DEPENDS
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/gpu/attention/sm90/*.cu)
+if(_kiln_sm90_files)
+  list(REMOVE_ITEM _kiln_cu_files ${_kiln_sm90_files})
+endif()
 
 if(KILN_GPU STREQUAL "auto")
   if(NOT _kiln_cu_files)
@@ -94,5 +102,29 @@ function(_kiln_gpu_finish_target)
   string(REPLACE ";" "," _archs "${KILN_GPU_ARCH_LIST}")
   set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/backend/gpu/cuda_api.cu APPEND PROPERTY
                COMPILE_DEFINITIONS "KILN_GPU_ARCHS=\"${_archs}\"")
+  # sm_90a objects (wgmma and setmaxnreg need the architecture-specific target; nvcc 13.0 takes
+  # it in the -gencode form). Their objects go into libkiln itself, so install/export and
+  # kilnConfig see one library.
+  set(_has90 OFF)
+  foreach(_a IN LISTS KILN_GPU_ARCH_LIST)
+    if(_a MATCHES "^90")
+      set(_has90 ON)
+    endif()
+  endforeach()
+  if(KILN_GPU_BACKEND STREQUAL "cuda" AND _has90 AND _kiln_sm90_files AND KILN_SM90_KERNELS)
+    add_library(kiln_sm90 OBJECT ${_kiln_sm90_files})
+    set_source_files_properties(${_kiln_sm90_files} PROPERTIES LANGUAGE CUDA)
+    set_target_properties(kiln_sm90 PROPERTIES CUDA_ARCHITECTURES OFF
+                                               POSITION_INDEPENDENT_CODE ON)
+    target_compile_features(kiln_sm90 PRIVATE cxx_std_20)
+    target_include_directories(kiln_sm90 PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+    target_compile_definitions(kiln_sm90 PRIVATE KILN_GPU_BACKEND_CUDA=1)
+    target_compile_options(kiln_sm90 PRIVATE ${KILN_GPU_COMPILE_OPTIONS}
+                           $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_90a,code=sm_90a>)
+    target_sources(kiln PRIVATE $<TARGET_OBJECTS:kiln_sm90>)
+    # Only the dispatching file needs to know (the others keep their ccache entries).
+    set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/kernels/gpu/attention/attention_kernels.cu APPEND
+                 PROPERTY COMPILE_DEFINITIONS KILN_HAVE_SM90=1)
+  endif()
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _kiln_gpu_finish_target)

@@ -1,0 +1,170 @@
+// GPU tests of the Hopper attention forward (src/kernels/gpu/attention/sm90/): output and
+// log-sum-exp against the float64 CPU kernel on small shapes and against the sm_80 tensor-core
+// kernel (flash_mma) on large ones; causal / not, head dims 64 and 128, odd lengths, tq != tk,
+// GQA, q/k/v as strided views of one packed tensor. Skip without a compute-capability 9.0 GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "kiln/cuda.h"
+#include "kiln/kiln.h"
+
+namespace kiln::gpu::flash {
+// Defined only when the sm90 kernels are built (weak: null elsewhere).
+__attribute__((weak)) void sm90_set_enabled(bool on);
+}  // namespace kiln::gpu::flash
+
+namespace kiln {
+namespace {
+
+namespace F = kiln::nn::functional;
+
+const Device kGpu(kCUDA, 0);
+const Device kCpuDev(kCPU);
+
+// Empty when the sm90 forward can run here, else why not.
+std::string skip_reason() {
+  if (!cuda::is_available()) return "no GPU";
+  if (gpu::flash::sm90_set_enabled == nullptr) return "kiln built without the sm90 kernels";
+  const auto cc = cuda::get_device_capability(0);
+  if (cc.first != 9 || cc.second != 0)
+    return "device 0 has compute capability " + std::to_string(cc.first) + "." +
+           std::to_string(cc.second) + ", not 9.0";
+  return "";
+}
+#define KILN_NEED_SM90()                   \
+  do {                                     \
+    const std::string why = skip_reason(); \
+    if (!why.empty()) GTEST_SKIP() << why; \
+    gpu::flash::sm90_set_enabled(true);    \
+  } while (0)
+
+Tensor rnd(IntArrayRef s, uint64_t seed) {
+  manual_seed(seed);
+  return randn(s, TensorOptions(kFloat64));
+}
+Tensor cpu64(const Tensor& t) { return t.detach().to(kCpuDev).to(kFloat64); }
+double rel(const Tensor& a, const Tensor& b) {
+  Tensor d = cpu64(a) - cpu64(b);
+  const double nb = cpu64(b).pow(2).sum().item<double>();
+  return std::sqrt(d.pow(2).sum().item<double>() / (nb > 0 ? nb : 1.0));
+}
+// Largest |a - b| over the entries where b is finite; false when a and b disagree on which
+// entries are finite.
+bool lse_close(const Tensor& a, const Tensor& b, double tol, double* worst) {
+  Tensor x = cpu64(a), y = cpu64(b), fin = kiln::isfinite(y);
+  if (!(kiln::isfinite(x) == fin).all().item<bool>()) return false;
+  *worst = (kiln::where(fin, x, Scalar(0.0)) - kiln::where(fin, y, Scalar(0.0)))
+               .abs()
+               .max()
+               .item<double>();
+  return *worst < tol;
+}
+
+struct Case {
+  int64_t b, hq, hk, tq, tk;
+  bool causal;
+};
+std::string name(const Case& c, int64_t d, DType dt) {
+  return std::string(dtype_name(dt)) + " b" + std::to_string(c.b) + " hq" + std::to_string(c.hq) +
+         " hk" + std::to_string(c.hk) + " tq" + std::to_string(c.tq) + " tk" +
+         std::to_string(c.tk) + " d" + std::to_string(d) + (c.causal ? " causal" : "");
+}
+
+// Output and lse of the fused op for GPU tensors q, k, v.
+std::tuple<Tensor, Tensor> fused(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+  return F::_scaled_dot_product_flash_attention(q, k, v, {}, 0.0, causal, std::nullopt,
+                                                q.size(1) != k.size(1));
+}
+
+TEST(FlashAttentionSm90, ForwardMatchesFloat64) {
+  KILN_NEED_SM90();
+  const Case cases[] = {
+      {2, 3, 3, 1, 1, false},      {1, 2, 2, 17, 17, true},     {2, 2, 1, 129, 129, true},
+      {1, 2, 2, 129, 77, false},   {1, 2, 2, 77, 200, true},    {1, 2, 2, 200, 77, true},
+      {1, 1, 1, 1000, 1000, true}, {2, 4, 2, 300, 1000, false}, {1, 2, 2, 1, 129, false},
+      {3, 2, 2, 256, 256, true},
+  };
+  uint64_t seed = 1;
+  for (DType dt : {kBFloat16, kFloat16})
+    for (int64_t d : {64, 128})
+      for (const Case& c : cases) {
+        seed += 10;
+        Tensor q = rnd({c.b, c.hq, c.tq, d}, seed), k = rnd({c.b, c.hk, c.tk, d}, seed + 1),
+               v = rnd({c.b, c.hk, c.tk, d}, seed + 2);
+        auto [o, lse] = fused(q.to(kGpu, dt), k.to(kGpu, dt), v.to(kGpu, dt), c.causal);
+        const std::string what = name(c, d, dt);
+        EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+        // Reference: float64 CPU kernel on the dtype-rounded inputs.
+        auto [ro, rl] =
+            fused(q.to(dt).to(kFloat64), k.to(dt).to(kFloat64), v.to(dt).to(kFloat64), c.causal);
+        EXPECT_TRUE(kiln::isfinite(cpu64(o)).all().item<bool>()) << what;
+        EXPECT_LT(rel(o, ro), dt == kBFloat16 ? 1.2e-2 : 3e-3) << what;
+        double worst = 0.0;
+        EXPECT_TRUE(lse_close(lse, rl, 2e-3, &worst)) << what << " lse off by " << worst;
+      }
+}
+
+// q, k, v as [B, H, T, D] views of one [B, T, 3, H, D] tensor (GPT-2's layout), the output
+// compared with the same call on contiguous copies through the float64 CPU kernel.
+TEST(FlashAttentionSm90, StridedPackedQkv) {
+  KILN_NEED_SM90();
+  for (int64_t d : {64, 128})
+    for (bool causal : {true, false}) {
+      const int64_t b = 2, t = 333, h = 3;
+      Tensor qkv = rnd({b, t, 3, h, d}, 50 + d).to(kGpu, kBFloat16);
+      Tensor q = qkv.select(2, 0).transpose(1, 2), k = qkv.select(2, 1).transpose(1, 2),
+             v = qkv.select(2, 2).transpose(1, 2);
+      auto [o, lse] = fused(q, k, v, causal);
+      const std::string what = "packed d" + std::to_string(d) + (causal ? " causal" : "");
+      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+      auto [ro, rl] =
+          fused(cpu64(q).contiguous(), cpu64(k).contiguous(), cpu64(v).contiguous(), causal);
+      EXPECT_LT(rel(o, ro), 1.2e-2) << what;
+      double worst = 0.0;
+      EXPECT_TRUE(lse_close(lse, rl, 2e-3, &worst)) << what << " lse off by " << worst;
+    }
+}
+
+// Large shapes: the sm90 kernel against flash_mma (the sm_80 kernel, itself tested against the
+// float64 path in attention_gpu_test.cpp) on the same bf16 inputs.
+TEST(FlashAttentionSm90, LargeShapesMatchFlashMma) {
+  KILN_NEED_SM90();
+  const Case cases[] = {{2, 4, 4, 2048, 2048, true}, {1, 8, 2, 1536, 1100, false}};
+  for (int64_t d : {64, 128})
+    for (const Case& c : cases) {
+      Tensor q = rnd({c.b, c.hq, c.tq, d}, 7).to(kGpu, kBFloat16),
+             k = rnd({c.b, c.hk, c.tk, d}, 8).to(kGpu, kBFloat16),
+             v = rnd({c.b, c.hk, c.tk, d}, 9).to(kGpu, kBFloat16);
+      const std::string what = name(c, d, kBFloat16);
+      auto [o, lse] = fused(q, k, v, c.causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+      gpu::flash::sm90_set_enabled(false);
+      auto [mo, ml] = fused(q, k, v, c.causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
+      gpu::flash::sm90_set_enabled(true);
+      // Both round P to bf16 before P V; their outputs differ by a few bf16 roundings.
+      EXPECT_LT(rel(o, mo), 1e-2) << what;
+      double worst = 0.0;
+      EXPECT_TRUE(lse_close(lse, ml, 2e-3, &worst)) << what << " lse off by " << worst;
+    }
+}
+
+// Calls the kernel declines go elsewhere: float32, head dim 256, masks, dropout.
+TEST(FlashAttentionSm90, DeclinedCallsFallBack) {
+  KILN_NEED_SM90();
+  Tensor q = rnd({1, 2, 40, 64}, 3).to(kGpu, kFloat32);
+  fused(q, q, q, true);
+  EXPECT_STRNE(nn::attention_backend(), "flash_sm90");
+  Tensor q256 = rnd({1, 2, 40, 256}, 3).to(kGpu, kBFloat16);
+  fused(q256, q256, q256, true);
+  EXPECT_STRNE(nn::attention_backend(), "flash_sm90");
+  Tensor qb = rnd({1, 2, 40, 64}, 3).to(kGpu, kBFloat16);
+  Tensor mask = (rnd({40, 40}, 4) > 0.0).to(kGpu);
+  F::_scaled_dot_product_flash_attention(qb, qb, qb, mask);
+  EXPECT_STREQ(nn::attention_backend(), "flash_mma");
+}
+
+}  // namespace
+}  // namespace kiln
