@@ -274,8 +274,8 @@ void avg_pool_op(OpCall& c) {
   const int64_t div = kAdaptive ? 0 : c.attrs.i0;
   const int64_t total = kBackward ? g.p * g.h * g.w : g.p * g.oh * g.ow;
   if (total == 0) return;
-  if constexpr (!kAdaptive) {
-    // Note [cuDNN pooling] (backend/gpu/dnn.h).
+  if constexpr (!kAdaptive && kBackward) {
+    // Note [cuDNN pooling] (backend/gpu/dnn.h): the backward only.
     if (div == 0 &&
         dnn::avg_pool2d(in, o.buf, kBackward, {{a.kh, a.kw}, {a.sh, a.sw}, {a.ph, a.pw}, pad})) {
       o.finish();
