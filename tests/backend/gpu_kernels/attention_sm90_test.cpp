@@ -1,18 +1,21 @@
-// GPU tests of the Hopper attention forward (src/kernels/gpu/attention/sm90/): output and
-// log-sum-exp against the float64 CPU kernel on small shapes and against the sm_80 tensor-core
-// kernel (flash_mma) on large ones; causal / not, head dims 64 and 128, odd lengths, tq != tk,
-// GQA, q/k/v as strided views of one packed tensor. Skip without a compute-capability 9.0 GPU.
+// GPU tests of the Hopper attention kernels (src/kernels/gpu/attention/sm90/): forward output /
+// log-sum-exp and backward gradients against the float64 CPU kernel on small shapes and against the
+// sm_80 tensor-core kernels (flash_mma) on large ones; causal / not, odd lengths, tq != tk, GQA,
+// q/k/v as strided views of one packed tensor. Skip without a compute-capability 9.0 GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kiln/cuda.h"
 #include "kiln/kiln.h"
+#include "kiln/ops/determinism.h"
 
 namespace kiln::gpu::flash {
 // Defined only when the sm90 kernels are built (weak: null elsewhere).
 __attribute__((weak)) void sm90_set_enabled(bool on);
+__attribute__((weak)) void sm90_set_backward_enabled(bool on);
 }  // namespace kiln::gpu::flash
 
 namespace kiln {
@@ -33,11 +36,12 @@ std::string skip_reason() {
            std::to_string(cc.second) + ", not 9.0";
   return "";
 }
-#define KILN_NEED_SM90()                   \
-  do {                                     \
-    const std::string why = skip_reason(); \
-    if (!why.empty()) GTEST_SKIP() << why; \
-    gpu::flash::sm90_set_enabled(true);    \
+#define KILN_NEED_SM90()                         \
+  do {                                           \
+    const std::string why = skip_reason();       \
+    if (!why.empty()) GTEST_SKIP() << why;       \
+    gpu::flash::sm90_set_enabled(true);          \
+    gpu::flash::sm90_set_backward_enabled(true); \
   } while (0)
 
 Tensor rnd(IntArrayRef s, uint64_t seed) {
@@ -164,6 +168,109 @@ TEST(FlashAttentionSm90, DeclinedCallsFallBack) {
   Tensor mask = (rnd({40, 40}, 4) > 0.0).to(kGpu);
   F::_scaled_dot_product_flash_attention(qb, qb, qb, mask);
   EXPECT_STREQ(nn::attention_backend(), "flash_mma");
+}
+
+// Gradients (dq, dk, dv) of the fused op for q, k, v (leaf tensors on any device) and dout go.
+std::vector<Tensor> grads(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& go,
+                          bool causal) {
+  std::vector<Tensor> x = {q.detach().requires_grad_(), k.detach().requires_grad_(),
+                           v.detach().requires_grad_()};
+  Tensor o = std::get<0>(fused(x[0], x[1], x[2], causal));
+  return autograd::grad({o}, x, {go});
+}
+
+// The sm90 backward (head dim 64) against the float64 CPU backward on the dtype-rounded inputs.
+TEST(FlashAttentionSm90, BackwardMatchesFloat64) {
+  KILN_NEED_SM90();
+  const Case cases[] = {
+      {2, 3, 3, 1, 1, false},     {2, 3, 3, 1, 1, true},     {1, 2, 2, 17, 17, true},
+      {2, 2, 2, 17, 17, false},   {1, 3, 3, 77, 77, true},   {2, 2, 2, 129, 129, true},
+      {1, 2, 2, 129, 129, false}, {2, 2, 2, 300, 300, true}, {1, 3, 3, 300, 300, false},
+      {1, 2, 2, 77, 200, true},   {1, 2, 2, 200, 77, true},  {2, 2, 2, 129, 300, false},
+      {1, 2, 2, 1, 129, false},   {1, 2, 2, 129, 1, true},
+  };
+  uint64_t seed = 500;
+  for (DType dt : {kBFloat16, kFloat16})
+    for (const Case& c : cases) {
+      seed += 10;
+      const int64_t d = 64;
+      Tensor q = rnd({c.b, c.hq, c.tq, d}, seed), k = rnd({c.b, c.hk, c.tk, d}, seed + 1),
+             v = rnd({c.b, c.hk, c.tk, d}, seed + 2), go = rnd({c.b, c.hq, c.tq, d}, seed + 3);
+      const std::string what = name(c, d, dt);
+      auto g = grads(q.to(kGpu, dt), k.to(kGpu, dt), v.to(kGpu, dt), go.to(kGpu, dt), c.causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+      auto r = grads(q.to(dt).to(kFloat64), k.to(dt).to(kFloat64), v.to(dt).to(kFloat64),
+                     go.to(dt).to(kFloat64), c.causal);
+      const double tol = dt == kBFloat16 ? 2e-2 : 5e-3;
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(kiln::isfinite(cpu64(g[i])).all().item<bool>()) << what << " grad " << i;
+        EXPECT_LT(rel(g[i], r[i]), tol) << what << " grad " << i;
+      }
+    }
+}
+
+// GPT-2's layout: q, k, v as [B, H, T, D] views of one [B, T, 3, H, D] tensor and dout a
+// transposed view; gradients against the float64 CPU backward on contiguous copies.
+TEST(FlashAttentionSm90, BackwardStridedPackedQkv) {
+  KILN_NEED_SM90();
+  for (bool causal : {true, false}) {
+    const int64_t b = 2, t = 333, h = 3, d = 64;
+    Tensor qkv = rnd({b, t, 3, h, d}, 70).to(kGpu, kBFloat16);
+    Tensor q = qkv.select(2, 0).transpose(1, 2), k = qkv.select(2, 1).transpose(1, 2),
+           v = qkv.select(2, 2).transpose(1, 2);
+    Tensor go = rnd({b, t, h, d}, 71).to(kGpu, kBFloat16).transpose(1, 2);
+    const std::string what = std::string("packed") + (causal ? " causal" : "");
+    auto g = grads(q, k, v, go, causal);
+    EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+    auto r = grads(cpu64(q).contiguous(), cpu64(k).contiguous(), cpu64(v).contiguous(),
+                   cpu64(go).contiguous(), causal);
+    for (int i = 0; i < 3; ++i) EXPECT_LT(rel(g[i], r[i]), 2e-2) << what << " grad " << i;
+  }
+}
+
+// Large shapes: the sm90 backward against flash_mma's backward on the same bf16 inputs.
+TEST(FlashAttentionSm90, BackwardLargeShapesMatchFlashMma) {
+  KILN_NEED_SM90();
+  const Case cases[] = {
+      {2, 4, 4, 2048, 2048, true}, {1, 8, 8, 1536, 1100, false}, {4, 12, 12, 1024, 1024, true}};
+  for (const Case& c : cases) {
+    const int64_t d = 64;
+    Tensor q = rnd({c.b, c.hq, c.tq, d}, 17).to(kGpu, kBFloat16),
+           k = rnd({c.b, c.hk, c.tk, d}, 18).to(kGpu, kBFloat16),
+           v = rnd({c.b, c.hk, c.tk, d}, 19).to(kGpu, kBFloat16),
+           go = rnd({c.b, c.hq, c.tq, d}, 20).to(kGpu, kBFloat16);
+    const std::string what = name(c, d, kBFloat16);
+    auto g = grads(q, k, v, go, c.causal);
+    EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+    gpu::flash::sm90_set_backward_enabled(false);
+    auto m = grads(q, k, v, go, c.causal);
+    EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
+    gpu::flash::sm90_set_backward_enabled(true);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(kiln::isfinite(cpu64(g[i])).all().item<bool>()) << what << " grad " << i;
+      EXPECT_LT(rel(g[i], m[i]), 1e-2) << what << " grad " << i;
+    }
+  }
+}
+
+// Backward calls the sm90 kernel declines go to flash_mma: head dim 128, GQA, deterministic mode.
+TEST(FlashAttentionSm90, BackwardDeclinedCallsFallBack) {
+  KILN_NEED_SM90();
+  Tensor q128 = rnd({1, 2, 40, 128}, 3).to(kGpu, kBFloat16);
+  grads(q128, q128, q128, q128, true);
+  EXPECT_STREQ(nn::attention_backend(), "flash_mma");
+  Tensor q = rnd({1, 4, 40, 64}, 3).to(kGpu, kBFloat16),
+         kv = rnd({1, 2, 40, 64}, 4).to(kGpu, kBFloat16);
+  std::vector<Tensor> x = {q.detach().requires_grad_(), kv.detach().requires_grad_(),
+                           kv.detach().requires_grad_()};
+  Tensor o = std::get<0>(
+      F::_scaled_dot_product_flash_attention(x[0], x[1], x[2], {}, 0.0, true, std::nullopt, true));
+  autograd::grad({o}, x, {q});
+  EXPECT_STREQ(nn::attention_backend(), "flash_mma");
+  use_deterministic_algorithms(true);
+  grads(q, q, q, q, false);
+  use_deterministic_algorithms(false);
+  EXPECT_STRNE(nn::attention_backend(), "flash_sm90");
 }
 
 }  // namespace

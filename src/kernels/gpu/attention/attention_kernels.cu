@@ -142,9 +142,16 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
   if (p.tk > 0) {
     if (mma) {
       float* l2 = static_cast<float*>(prep.data_ptr());
-      // dq by atomics unless p.dq_acc is null
-      mma_backward_kv<T>(p, l2, l2 + static_cast<int64_t>(p.b) * p.hq * pad, pad, l.stream);
+      const float* dl = l2 + static_cast<int64_t>(p.b) * p.hq * pad;
       backend = "flash_mma";
+#if KILN_HAVE_SM90
+      // The Hopper dK / dV kernel (dq by atomics: not in deterministic mode).
+      if (p.dq_acc && sm90_backward(p, dtype_of<T>(), l.device, l.stream, l2, dl, pad))
+        backend = "flash_sm90";
+      else
+#endif
+        // dq by atomics unless p.dq_acc is null
+        mma_backward_kv<T>(p, l2, dl, pad, l.stream);
     } else {
       dispatch_d(p.d, [&]<int kMaxD>() {
         const dim3 grid(static_cast<unsigned>(cdiv(p.tk, SimtShape<kMaxD>::kTile)),

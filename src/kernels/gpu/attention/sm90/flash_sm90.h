@@ -16,5 +16,17 @@ bool sm90_forward(const detail::FlashParams& p, DType dtype, int device, gpuStre
 // Turns the sm90 kernels on or off for the whole process (default on; KILN_FLASH_SM90=0 in the
 // environment starts with them off), so tests and benchmarks can compare with flash_mma.cuh.
 void sm90_set_enabled(bool on);
+// Whether the sm90 kernels are on (sm90_set_enabled / KILN_FLASH_SM90).
+bool sm90_enabled();
+
+// The backward's dK / dV kernel (dQ added into p.dq_acc, which must be set: not in deterministic
+// mode), in place of mma_backward_kv after mma_backward_prep (l2, dl: its [B, Hq, pad] rows):
+// returns true when it ran, false (nothing launched) for a call it does not handle (dtype, head
+// dim, mask, dropout, GQA, layout, no dq accumulator) or when it is off.
+bool sm90_backward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream,
+                   const float* l2, const float* dl, int64_t pad);
+// Turns the sm90 backward on or off (default: on unless KILN_FLASH_SM90_BWD=0; it also follows
+// sm90_set_enabled), so tests and benchmarks can compare it with flash_mma's backward.
+void sm90_set_backward_enabled(bool on);
 
 }  // namespace kiln::gpu::flash

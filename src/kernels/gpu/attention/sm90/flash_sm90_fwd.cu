@@ -9,6 +9,7 @@
 #include "backend/gpu/vendor.h"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
 #include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
+#include "kernels/gpu/attention/sm90/sm90_tma.cuh"
 #include "kernels/gpu/warp.cuh"
 
 namespace kiln::gpu::flash {
@@ -433,72 +434,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
 // ---- host side ----
 
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// cuTensorMapEncodeTiled through the runtime's driver entry point (libcuda is never linked).
-EncodeTiled encode_tiled() {
-  static const EncodeTiled fn = []() -> EncodeTiled {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      return reinterpret_cast<EncodeTiled>(f);
-    (void)cudaGetLastError();
-    return nullptr;
-  }();
-  return fn;
-}
-
-// A [batch, heads, rows, d] view (element strides sb, sh, sr; unit stride in d) as a 4-d tensor
-// map with boxes of 64 elements x box_rows rows, 128-byte swizzle, zero fill out of bounds.
-bool make_map(CUtensorMap* map, const void* ptr, bool bf16, int64_t d, int64_t rows, int64_t heads,
-              int64_t batch, int64_t sr, int64_t sh, int64_t sb, int box_rows) {
-  EncodeTiled enc = encode_tiled();
-  if (!enc || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
-  // Strides of dimensions of size 1 are never used: give them a valid value.
-  if (rows == 1) sr = d;
-  if (heads == 1) sh = rows * sr;
-  if (batch == 1) sb = heads * sh;
-  const int64_t st[3] = {sr * 2, sh * 2, sb * 2};
-  for (int64_t x : st)
-    if (x <= 0 || x % 16 != 0 || x >= (int64_t{1} << 40)) return false;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(st[0]), static_cast<cuuint64_t>(st[1]),
-                                 static_cast<cuuint64_t>(st[2])};
-  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
-  const cuuint32_t elem[4] = {1, 1, 1, 1};
-  return enc(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-             const_cast<void*>(ptr), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 std::atomic<bool> g_enabled{[] {
   const char* e = std::getenv("KILN_FLASH_SM90");
   return !(e && e[0] == '0' && e[1] == 0);
 }()};
-
-// Compute capability 9.0, cached per device (0 unknown, 1 yes, 2 no).
-bool is_sm90(int device) {
-  static std::atomic<int> state[64];
-  if (device < 0 || device >= 64) return false;
-  int s = state[device].load(std::memory_order_relaxed);
-  if (s == 0) {
-    int major = 0, minor = 0;
-    const bool ok =
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
-    if (!ok) (void)cudaGetLastError();
-    s = ok && major == 9 && minor == 0 ? 1 : 2;
-    state[device].store(s, std::memory_order_relaxed);
-  }
-  return s == 1;
-}
 
 // Kernel shapes (KILN_FLASH_SM90_CFG=0..3 picks one for tuning runs; default kDefaultCfg*),
 // measured in Note [Flash sm90 forward]. Index 2 of each is the cluster (multicast) variant.
@@ -576,6 +515,8 @@ bool launch_cfg(int cfg, const FlashParams& p, cudaStream_t stream) {
 }  // namespace
 
 void sm90_set_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
+
+bool sm90_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 bool sm90_forward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream) {
   if (!g_enabled.load(std::memory_order_relaxed)) return false;

@@ -1,0 +1,422 @@
+// Hopper (sm_90a) fused-attention backward, dK / dV kernel: a producer warp streams Q / dO tiles by
+// TMA (K / V resident), a consumer warpgroup runs S^T, dP^T, dV, dK and dQ on wgmma; dQ leaves by
+// TMA reduce-add into the accumulator the pre-pass zeroed (flash_mma_bwd.cuh runs before / after).
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+
+#include "backend/gpu/vendor.h"
+#include "kernels/gpu/attention/sm90/flash_sm90.h"
+#include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
+#include "kernels/gpu/attention/sm90/sm90_tma.cuh"
+
+namespace kiln::gpu::flash {
+namespace {
+
+using detail::FlashParams;
+using namespace sm90;
+
+// Note [Flash sm90 backward]: a block owns kBk = 64 kC keys of one (batch, head) and walks the
+// query tiles of kBq = 64 rows that see them (causal: from the block's first key on; causal is
+// top-left aligned, key j seen by query i iff j <= i, as in flash_mma_bwd.cuh). Warpgroup 0 is the
+// producer (one thread: K and V once, then Q, dO and the pre-pass rows l2 = lse log2(e),
+// dl = rowsum(dO O) of each tile into stage t % kStages by TMA / bulk copies on a "full" mbarrier;
+// the consumers release the stage on its "empty" one). Each consumer warpgroup (64 keys, 16 a
+// warp) per tile:
+//   S^T = K Q^T, dP^T = V dO^T     wgmma m64n64k16, both operands K-major in shared memory;
+//   P^T = exp2(S^T scale log2(e) - l2), dS^T = P^T (dP^T - dl)   in registers (the pre-pass made
+//                                  l2 = +inf, dl = 0 for rows past the sequence: P^T = 0 there);
+//   dV += P^T dO, dK += dS^T Q     A from registers (accumulator -> A-fragment layout, as the
+//                                  forward's P), B = dO / Q read MN-major;
+//   dQ = dS K                      dS^T stored 16-bit into a 128-byte-swizzled tile, read back as
+//                                  an MN-major A (transpose bit), B = K MN-major (with kC = 2 each
+//                                  warpgroup takes 32 of the 64 columns over all 128 keys);
+// then dQ scale goes to a shared staging tile and one thread adds it to p.dq_acc with TMA
+// reduce-add stores (cp.reduce.async.bulk.tensor .add, whole 128-byte lines), overlapping the next
+// tile. dK scale and dV leave through p.dk_* strides at the end.
+//
+// Measured on an H200, causal bf16 forward+backward TFLOP/s at B16 H12 T1024 D64 (GPT-2's shape,
+// bench/run_attention_bench.sh; PyTorch / cuDNN 208-244 in the same runs, flash_mma's backward
+// 175-176): dQ by red.global.add.v2.f32 from registers (16 a thread and tile): kC 1 210-212,
+// kC 2 216-218; dQ by TMA reduce-add: kC 1, 2 blocks/SM 241-243 (3 Q / dO stages 243), kC 2
+// (1 block/SM) 219-227. Issuing dV += P^T dO before dS^T and the next tile's S^T / dP^T before
+// staging dQ: 236 (waiting for the last dQ product alone while S^T / dP^T run would make ptxas
+// serialize every wgmma, C7514: it reads a wgmma's accumulator inside another's pipeline stage).
+// ptxas: no spills; 128 registers at entry (kC 1), consumers raised to 232.
+constexpr int kD = 64, kBq = 64;
+constexpr int kTile = 64 * kD * 2;  // one 64-row 16-bit tile (8 KiB)
+constexpr int kRowBytes = kBq * 4;  // kBq floats
+
+// One kernel shape: kC consumer warpgroups of 64 keys (kBk = 64 kC keys a block, sharing each
+// Q / dO tile; with kC = 2 each warpgroup computes half of dQ's columns over all kBk keys),
+// kStages Q / dO buffers, kMinBlocks blocks per SM.
+template <int kC_, int kStages_, int kMinBlocks_>
+struct BwdCfg {
+  static constexpr int kC = kC_, kStages = kStages_, kMinBlocks = kMinBlocks_;
+  static constexpr int kDqBytes = kBq * kD * 4;
+  static constexpr int kBk = 64 * kC, kThreads = 128 * (kC + 1);
+  static constexpr int kKv = kBk * kD * 2;  // one K or V tile
+  static constexpr int kSk = 0, kSv = kKv, kSq = 2 * kKv;
+  static constexpr int kSdo = kSq + kStages * kTile;
+  static constexpr int kSds = kSdo + kStages * kTile;  // dS^T [kBk keys][kBq queries]
+  // dQ staging: [kD / 32 column boxes][kBq rows][32 floats], 128-byte swizzle
+  static constexpr int kSdq = kSds + kKv;
+  static constexpr int kSl = kSdq + kDqBytes;  // per stage: l2 [kBq], then dl [kBq]
+  static constexpr int kBar = kSl + kStages * 2 * kRowBytes;
+  static constexpr int kSmem = kBar + 8 * (1 + 2 * kStages) + 1024;
+  static_assert(kSmem * kMinBlocks <= 232448, "shared memory");
+  static constexpr int kLaunchRegs = 65536 / (kThreads * kMinBlocks) / 8 * 8;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kSpare = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kC);
+  static constexpr int kConsumerRegs = kSpare / 8 * 8 > 240 ? 240 : kSpare / 8 * 8;
+  static constexpr int kDqN = kD / kC;  // dQ columns per warpgroup
+};
+
+__device__ inline float neg_inf() { return -__int_as_float(0x7f800000); }
+
+__device__ inline float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <bool kBf16>
+__device__ inline uint32_t pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (kBf16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// *a = v when pred (a predicate in the asm, no branch).
+__device__ inline void st_u32_if(bool pred, void* a, uint32_t v) {
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u32 [%0], %1;\n}\n" ::"l"(a),
+               "r"(v), "r"(static_cast<int>(pred))
+               : "memory");
+}
+
+template <bool kBf16, class C>
+__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
+    sm90_bwd_kernel(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
+                    const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap mdo,
+                    const __grid_constant__ CUtensorMap mdq, const FlashParams p,
+                    const float* l2buf, const float* dlbuf, int64_t pad) {
+  constexpr int kBk = C::kBk, kStages = C::kStages, kC = C::kC, kDqN = C::kDqN;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint32_t sk = base + C::kSk, sv = base + C::kSv, sds = base + C::kSds, bar = base + C::kBar;
+  const uint32_t kv_full = bar;
+  auto full = [&](int s) { return bar + 8 + 8 * s; };
+  auto empty = [&](int s) { return bar + 8 + 8 * (kStages + s); };
+  auto q_buf = [&](int s) { return base + C::kSq + s * kTile; };
+  auto do_buf = [&](int s) { return base + C::kSdo + s * kTile; };
+  auto l_buf = [&](int s) { return base + C::kSl + s * 2 * kRowBytes; };
+
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int64_t lq = p.tq, lk = p.tk;
+  const int j0 = static_cast<int>(blockIdx.x) * kBk;
+  const int istart = p.causal ? j0 : 0;  // causal: earlier queries see none of these keys
+  const int ntiles = istart < lq ? static_cast<int>((lq - istart + kBq - 1) / kBq) : 0;
+  const int64_t prow = (static_cast<int64_t>(b) * p.hq + h) * pad;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  if (threadIdx.x == 0) {
+    mbar_init(kv_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full(s), 1);
+      mbar_init(empty(s), 4 * kC);  // one arrival per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warp < 4) {  // producer warpgroup
+    regs_dealloc<C::kProducerRegs>();
+    if (warp == 0 && lane == 0 && ntiles > 0) {
+      tma_prefetch_map(&mq);
+      tma_prefetch_map(&mdo);
+      mbar_arrive_expect_tx(kv_full, 2 * C::kKv);
+      for (int c = 0; c < kC; ++c) {
+        tma_load_4d(sk + c * kTile, &mk, kv_full, 0, j0 + 64 * c, h, b);
+        tma_load_4d(sv + c * kTile, &mv, kv_full, 0, j0 + 64 * c, h, b);
+      }
+      for (int t = 0; t < ntiles; ++t) {
+        const int s = t % kStages, u = t / kStages;
+        const int i0 = istart + t * kBq;  // i0 + kBq <= pad
+        if (t >= kStages) mbar_wait(empty(s), (u - 1) & 1);
+        mbar_arrive_expect_tx(full(s), 2 * kTile + 2 * kRowBytes);
+        tma_load_4d(q_buf(s), &mq, full(s), 0, i0, h, b);
+        tma_load_4d(do_buf(s), &mdo, full(s), 0, i0, h, b);
+        bulk_load(l_buf(s), l2buf + prow + i0, kRowBytes, full(s));
+        bulk_load(l_buf(s) + kRowBytes, dlbuf + prow + i0, kRowBytes, full(s));
+      }
+    }
+    return;
+  }
+  regs_alloc<C::kConsumerRegs>();
+  const int cw = warp / 4 - 1, wi = warp % 4, g = lane >> 2, tq4 = lane & 3;
+  const int kw = cw * 64 + wi * 16;  // this warp's first key in the block
+  const uint32_t sk_w = sk + cw * kTile, sv_w = sv + cw * kTile;
+  const bool leader = threadIdx.x % 128 == 0;  // issues the warpgroup's dQ reduce-adds
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float sl2 = p.scale * kLog2e;
+  const int klim = lk - j0 < kBk ? static_cast<int>(lk - j0) : kBk;
+
+  float dk[32], dv[32], dq[kDqN / 2];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) dk[i] = dv[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kDqN / 2; ++i) dq[i] = 0.0f;
+  uint32_t pa[kBq / 16][4], da[kBq / 16][4];
+
+  // After the products of tile u have completed: dQ scale of tile u into this warpgroup's staging
+  // boxes (columns cw kDqN ..), one reduce-add per box, and the release of u's Q / dO stage.
+  auto finish = [&](int u) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      reg_fence(dk[i]);
+      reg_fence(dv[i]);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        reg_fence(pa[kk][r]);
+        reg_fence(da[kk][r]);
+      }
+    const uint32_t sdq = base + C::kSdq + cw * (kDqN / 32) * (kBq * 128);
+#pragma unroll
+    for (int n = 0; n < kDqN / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int row = wi * 16 + g + 8 * e, col = n * 8 + 2 * tq4;  // col in the warpgroup's
+        const int c16 = (col % 32) / 4;                              // 16-byte chunk
+        const uint32_t a =
+            sdq + (col / 32) * (kBq * 128) + row * 128 + ((c16 ^ (row % 8)) * 16) + (col % 4) * 4;
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a),
+                     "f"(dq[4 * n + 2 * e] * p.scale), "f"(dq[4 * n + 2 * e + 1] * p.scale)
+                     : "memory");
+      }
+    fence_proxy_async();
+    cw == 0 ? named_sync<2, 128>() : named_sync<3, 128>();
+    if (leader) {
+#pragma unroll
+      for (int c = 0; c < kDqN / 32; ++c)
+        tma_reduce_add_4d(&mdq, sdq + c * (kBq * 128), cw * kDqN + c * 32, istart + u * kBq, h, b);
+      bulk_commit();
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty(u % kStages));  // Q / dO of tile u are read
+  };
+
+  if (ntiles > 0) mbar_wait(kv_full, 0);
+  for (int t = 0; t < ntiles; ++t) {
+    const int s = t % kStages;
+    const int i0 = istart + t * kBq;
+    const uint32_t sq = q_buf(s), sdo = do_buf(s), sl = l_buf(s);
+    mbar_wait(full(s), (t / kStages) & 1);
+    float st[32], dp[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) st[i] = dp[i] = 0.0f;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)
+      wgmma_ss_n64<kBf16>(st, make_desc_sw128(sk_w + kk * 32, 16, 1024),
+                          make_desc_sw128(sq + kk * 32, 16, 1024), kk > 0 ? 1 : 0);
+    wgmma_commit();
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)
+      wgmma_ss_n64<kBf16>(dp, make_desc_sw128(sv_w + kk * 32, 16, 1024),
+                          make_desc_sw128(sdo + kk * 32, 16, 1024), kk > 0 ? 1 : 0);
+    wgmma_commit();
+    wgmma_wait<1>();
+#pragma unroll
+    for (int i = 0; i < 32; ++i) reg_fence(st[i]);
+    // P^T: element r of column group n is key kw + g + 8 (r >> 1), query n 8 + 2 tq4 + (r & 1).
+    const bool edge = j0 + kBk > lk || (p.causal && i0 < j0 + kBk - 1);
+    const int qrel = i0 - j0;  // causal: key kl is seen by query qi iff kl <= qrel + qi
+#pragma unroll
+    for (int n = 0; n < kBq / 8; ++n) {
+      float l2v[2];
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                   : "=f"(l2v[0]), "=f"(l2v[1])
+                   : "r"(sl + (n * 8 + 2 * tq4) * 4));
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int qi = n * 8 + 2 * tq4 + (r & 1), kl = kw + g + 8 * (r >> 1);
+        float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
+        if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = neg_inf();
+        st[4 * n + r] = exp2_approx(x);
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk) {
+      pa[kk][0] = pack2<kBf16>(st[8 * kk + 0], st[8 * kk + 1]);
+      pa[kk][1] = pack2<kBf16>(st[8 * kk + 2], st[8 * kk + 3]);
+      pa[kk][2] = pack2<kBf16>(st[8 * kk + 4], st[8 * kk + 5]);
+      pa[kk][3] = pack2<kBf16>(st[8 * kk + 6], st[8 * kk + 7]);
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 32; ++i) reg_fence(dp[i]);
+    // Every warp's part of the last dQ product has read the dS^T tile.
+    if (t > 0) named_sync<1, 128 * kC>();
+#pragma unroll
+    for (int n = 0; n < kBq / 8; ++n) {
+      float dlv[2];
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                   : "=f"(dlv[0]), "=f"(dlv[1])
+                   : "r"(sl + kRowBytes + (n * 8 + 2 * tq4) * 4));
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float d0 = st[4 * n + 2 * e] * (dp[4 * n + 2 * e] - dlv[0]);
+        const float d1 = st[4 * n + 2 * e + 1] * (dp[4 * n + 2 * e + 1] - dlv[1]);
+        const uint32_t w = pack2<kBf16>(d0, d1);
+        da[n / 2][(n & 1) * 2 + e] = w;
+        // dS^T row (key) kw + g + 8 e, 16-byte chunk n (queries n 8 ..), 128-byte swizzle.
+        const int row = kw + g + 8 * e;
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sds + row * 128 + ((n ^ g) * 16) + tq4 * 4),
+                     "r"(w)
+                     : "memory");
+      }
+    }
+    // The staging buffer finish() writes next has been read by its last reduce-add.
+    if (leader) bulk_wait_read<0>();
+    fence_proxy_async();
+    named_sync<1, 128 * kC>();  // the whole dS^T tile is in shared memory
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk)
+      wgmma_rs_n64<kBf16>(dv, pa[kk], make_desc_sw128(sdo + kk * 2048, kTile, 1024), 1);
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk)
+      wgmma_rs_n64<kBf16>(dk, da[kk], make_desc_sw128(sq + kk * 2048, kTile, 1024), 1);
+    wgmma_commit();
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) {
+      const uint64_t dsa = make_desc_sw128(sds + kk * 2048, kTile, 1024);
+      const uint64_t kb =
+          make_desc_sw128(sk + (kk / 4) * kTile + (kk % 4) * 2048 + cw * kDqN * 2, kTile, 1024);
+      if constexpr (kDqN == 64)
+        wgmma_ss_n64_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+      else
+        wgmma_ss_n32_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    finish(t);
+  }
+  if (ntiles > 0 && leader) bulk_wait<0>();  // the reduce-adds are done before exit
+
+  // dK scale and dV, column pairs through dk_* strides (keys past the sequence are not written).
+  uint16_t* dkp = static_cast<uint16_t*>(p.dk) + p.dk_row0(b) + h * p.dk_sh;
+  uint16_t* dvp = static_cast<uint16_t*>(p.dv) + p.dk_row0(b) + h * p.dk_sh;
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int64_t key = j0 + kw + g + 8 * e;
+    const bool in = key < lk;
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+      const int64_t off = (in ? key : 0) * p.dk_sr + n * 8 + 2 * tq4;
+      st_u32_if(in, dkp + off,
+                pack2<kBf16>(dk[4 * n + 2 * e] * p.scale, dk[4 * n + 2 * e + 1] * p.scale));
+      st_u32_if(in, dvp + off, pack2<kBf16>(dv[4 * n + 2 * e], dv[4 * n + 2 * e + 1]));
+    }
+  }
+}
+
+// ---- host side ----
+
+// Default of the backward switch; KILN_FLASH_SM90_BWD=0 / 1 in the environment overrides it.
+constexpr bool kBwdDefaultOn = true;
+std::atomic<bool> g_bwd_enabled{[] {
+  const char* e = std::getenv("KILN_FLASH_SM90_BWD");
+  if (e && (e[0] == '0' || e[0] == '1') && e[1] == 0) return e[0] == '1';
+  return kBwdDefaultOn;
+}()};
+
+// Kernel shapes (KILN_FLASH_SM90_BWD_CFG=0..2 picks one for tuning runs; default kDefaultCfg).
+using Cfg0 = BwdCfg<1, 2, 2>;
+using Cfg1 = BwdCfg<2, 3, 1>;
+using Cfg2 = BwdCfg<1, 3, 2>;
+constexpr int kDefaultCfg = 0;
+
+int bwd_cfg() {
+  static const int c = [] {
+    const char* e = std::getenv("KILN_FLASH_SM90_BWD_CFG");
+    return e && e[0] >= '0' && e[0] <= '2' && e[1] == 0 ? e[0] - '0' : kDefaultCfg;
+  }();
+  return c;
+}
+
+template <bool kBf16, class C>
+bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const float* dl,
+            int64_t pad) {
+  CUtensorMap mq, mk, mv, mdo, mdq{};
+  if (!make_map(&mq, p.q, kBf16, p.d, p.tq, p.hq, p.b, p.q_sr, p.q_sh, p.q_sb, kBq) ||
+      !make_map(&mdo, p.dout, kBf16, p.d, p.tq, p.hq, p.b, p.do_sr, p.do_sh, p.do_sb, kBq) ||
+      !make_map(&mk, p.k, kBf16, p.d, p.tk, p.hk, p.b, p.k_sr, p.k_sh, p.k_sb, 64) ||
+      !make_map(&mv, p.v, kBf16, p.d, p.tk, p.hk, p.b, p.v_sr, p.v_sh, p.v_sb, 64))
+    return false;
+  if (!make_map_f32(&mdq, p.dq_acc, p.d, p.tq, p.hq, p.b, p.acc_sr, p.acc_sh, p.acc_sb, kBq))
+    return false;
+  const auto kernel = &sm90_bwd_kernel<kBf16, C>;
+  static const bool attr = [&] {
+    return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                C::kSmem) == cudaSuccess;
+  }();
+  if (!attr) return false;
+  // Grid (key tiles, heads, batch): a head's blocks run side by side and share its Q / dO in L2;
+  // causal key tile 0 (the most query tiles) starts first.
+  const dim3 grid(static_cast<unsigned>((p.tk + C::kBk - 1) / C::kBk), static_cast<unsigned>(p.hq),
+                  static_cast<unsigned>(p.b));
+  kernel<<<grid, C::kThreads, C::kSmem, stream>>>(mq, mk, mv, mdo, mdq, p, l2, dl, pad);
+  return true;
+}
+
+template <bool kBf16>
+bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, const float* dl,
+                int64_t pad) {
+  switch (bwd_cfg()) {
+    case 1:
+      return launch<kBf16, Cfg1>(p, stream, l2, dl, pad);
+    case 2:
+      return launch<kBf16, Cfg2>(p, stream, l2, dl, pad);
+    default:
+      return launch<kBf16, Cfg0>(p, stream, l2, dl, pad);
+  }
+}
+
+}  // namespace
+
+void sm90_set_backward_enabled(bool on) { g_bwd_enabled.store(on, std::memory_order_relaxed); }
+
+bool sm90_backward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream,
+                   const float* l2, const float* dl, int64_t pad) {
+  if (!g_bwd_enabled.load(std::memory_order_relaxed) || !sm90_enabled()) return false;
+  const bool bf16 = dtype == DType::BFloat16;
+  if (!bf16 && dtype != DType::Float16) return false;
+  if (p.d != kD || p.hq != p.hk || p.dkv_f32 || p.dq_acc == nullptr) return false;
+  if (p.mask != nullptr || p.p_drop > 0.0f || p.cu_q != nullptr || p.cu_k != nullptr) return false;
+  if (p.tq <= 0 || p.tk <= 0 || p.tq > INT_MAX / 2 || p.tk > INT_MAX / 2) return false;
+  if (p.hq > 65535 || p.b > 65535) return false;
+  if (pad < (p.tq + kBq - 1) / kBq * kBq) return false;  // every tile read lies inside
+  // The pre-pass rows are read by 16-byte bulk copies of kBq floats.
+  if (reinterpret_cast<uintptr_t>(l2) % 16 != 0 || reinterpret_cast<uintptr_t>(dl) % 16 != 0 ||
+      pad % 4 != 0)
+    return false;
+  // dK / dV: 4-byte stores of column pairs (strides of size-1 dimensions are never used).
+  for (const void* ptr : {p.dk, p.dv})
+    if (reinterpret_cast<uintptr_t>(ptr) % 4 != 0) return false;
+  if ((p.tk > 1 && p.dk_sr % 2 != 0) || (p.hq > 1 && p.dk_sh % 2 != 0) ||
+      (p.b > 1 && p.dk_sb % 2 != 0))
+    return false;
+  if (!is_sm90(device)) return false;
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  return bf16 ? launch_cfg<true>(p, s, l2, dl, pad) : launch_cfg<false>(p, s, l2, dl, pad);
+}
+
+}  // namespace kiln::gpu::flash
