@@ -1,6 +1,6 @@
 // cuDNN behind the GPU convolution kernels (Note [cuDNN convolutions] in dnn.h): the library
 // loaded at run time, one handle per device, descriptors, the per-problem algorithm cache and the
-// three legacy convolution calls.
+// three legacy convolution calls. Pooling: dnn_pool.cu.
 #include "backend/gpu/vendor.h"
 #include "backend/gpu/vendor/dnn.h"
 
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/gpu/dnn.h"
+#include "backend/gpu/dnn_lib.h"
 #include "backend/gpu/runtime.h"
 #include "backend/gpu/stream.h"
 #include "kiln/ops/determinism.h"
@@ -30,52 +31,9 @@ std::atomic<int64_t> g_searches{0}, g_pool_calls{0};
 
 int64_t algo_search_count() { return g_searches.load(); }
 int64_t pool_call_count() { return g_pool_calls.load(); }
+void count_pool_call() { g_pool_calls.fetch_add(1); }
 
 #if KILN_GPU_DNN_AVAILABLE
-
-namespace {
-
-struct DnnApi {
-  decltype(&GPUDNN_FN(Create)) create = nullptr;
-  decltype(&GPUDNN_FN(SetStream)) set_stream = nullptr;
-  decltype(&GPUDNN_FN(GetErrorString)) error_string = nullptr;
-  decltype(&GPUDNN_FN(CreateTensorDescriptor)) tensor_create = nullptr;
-  decltype(&GPUDNN_FN(SetTensorNdDescriptor)) tensor_set = nullptr;
-  decltype(&GPUDNN_FN(DestroyTensorDescriptor)) tensor_destroy = nullptr;
-  decltype(&GPUDNN_FN(CreateFilterDescriptor)) filter_create = nullptr;
-  decltype(&GPUDNN_FN(SetFilterNdDescriptor)) filter_set = nullptr;
-  decltype(&GPUDNN_FN(DestroyFilterDescriptor)) filter_destroy = nullptr;
-  decltype(&GPUDNN_FN(CreateConvolutionDescriptor)) conv_create = nullptr;
-  decltype(&GPUDNN_FN(SetConvolutionNdDescriptor)) conv_set = nullptr;
-  decltype(&GPUDNN_FN(SetConvolutionGroupCount)) conv_groups = nullptr;
-  decltype(&GPUDNN_FN(SetConvolutionMathType)) conv_math = nullptr;
-  decltype(&GPUDNN_FN(DestroyConvolutionDescriptor)) conv_destroy = nullptr;
-  decltype(&GPUDNN_FN(GetConvolutionForwardAlgorithm_v7)) fwd_get = nullptr;
-  decltype(&GPUDNN_FN(FindConvolutionForwardAlgorithmEx)) fwd_find = nullptr;
-  decltype(&GPUDNN_FN(ConvolutionForward)) fwd = nullptr;
-  decltype(&GPUDNN_FN(GetConvolutionBackwardDataAlgorithm_v7)) bwd_data_get = nullptr;
-  decltype(&GPUDNN_FN(FindConvolutionBackwardDataAlgorithmEx)) bwd_data_find = nullptr;
-  decltype(&GPUDNN_FN(ConvolutionBackwardData)) bwd_data = nullptr;
-  decltype(&GPUDNN_FN(GetConvolutionBackwardFilterAlgorithm_v7)) bwd_filter_get = nullptr;
-  decltype(&GPUDNN_FN(FindConvolutionBackwardFilterAlgorithmEx)) bwd_filter_find = nullptr;
-  decltype(&GPUDNN_FN(ConvolutionBackwardFilter)) bwd_filter = nullptr;
-  // Graph (backend) API, for the execution-plan path (Note [cuDNN graph path]).
-  decltype(&GPUDNN_FN(BackendCreateDescriptor)) be_create = nullptr;
-  decltype(&GPUDNN_FN(BackendDestroyDescriptor)) be_destroy = nullptr;
-  decltype(&GPUDNN_FN(BackendFinalize)) be_finalize = nullptr;
-  decltype(&GPUDNN_FN(BackendSetAttribute)) be_set = nullptr;
-  decltype(&GPUDNN_FN(BackendGetAttribute)) be_get = nullptr;
-  decltype(&GPUDNN_FN(BackendExecute)) be_execute = nullptr;
-  // Pooling (Note [cuDNN pooling] in dnn.h); optional: convolutions work without them.
-  decltype(&GPUDNN_FN(CreatePoolingDescriptor)) pool_create = nullptr;
-  decltype(&GPUDNN_FN(SetPoolingNdDescriptor)) pool_set = nullptr;
-  decltype(&GPUDNN_FN(DestroyPoolingDescriptor)) pool_destroy = nullptr;
-  decltype(&GPUDNN_FN(PoolingForward)) pool_fwd = nullptr;
-  decltype(&GPUDNN_FN(PoolingBackward)) pool_bwd = nullptr;
-  bool pooling = false;
-  bool graph = false;  // the graph path is on (not KILN_CUDNN_GRAPH=0) and its symbols loaded
-  std::string error;   // why the library is unusable; empty when loaded
-};
 
 const DnnApi& dnn_api() {
   static const DnnApi api = [] {
@@ -203,6 +161,8 @@ bool data_type(DType d, gpuDnnDataType_t* data, gpuDnnDataType_t* compute) {
       return false;
   }
 }
+
+namespace {
 
 // The problem: x [N, C, D, H, W], w [O, C/G, KD, KH, KW], y [N, O, OD, OH, OW].
 struct Problem {
@@ -761,74 +721,6 @@ bool run_conv(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, cons
 bool available() { return dnn_api().error.empty(); }
 std::string unavailable_reason() { return dnn_api().error; }
 
-bool avg_pool2d(const Tensor& in, const Tensor& out, bool backward, const PoolParams& p) {
-  const DnnApi& api = dnn_api();
-  if (!api.error.empty() || !api.pooling) return false;
-  const Tensor& x = backward ? out : in;  // [N, C, H, W] or [C, H, W]: planes of H x W
-  const Tensor& y = backward ? in : out;
-  gpuDnnDataType_t data, compute;
-  if (!data_type(x.dtype(), &data, &compute) || y.dtype() != x.dtype()) return false;
-  if (!x.is_contiguous() || !y.is_contiguous() || x.dim() < 3 || y.dim() != x.dim()) return false;
-  const int64_t h = x.size(-2), w = x.size(-1), oh = y.size(-2), ow = y.size(-1);
-  const int64_t planes = h * w > 0 ? x.numel() / (h * w) : 0;
-  if (planes == 0 || oh * ow == 0 || x.numel() >= INT_MAX || y.numel() >= INT_MAX) return false;
-  // cuDNN's output size is the floor rule; ceil_mode windows past it stay on kiln's kernels.
-  if (oh != 1 + (h + 2 * p.pad[0] - p.kernel[0]) / p.stride[0] ||
-      ow != 1 + (w + 2 * p.pad[1] - p.kernel[1]) / p.stride[1])
-    return false;
-  const char* op = backward ? "avg_pool2d_backward" : "avg_pool2d";
-  const int dev = x.device().index;
-  gpuStream_t stream = reinterpret_cast<gpuStream_t>(current_stream(dev));
-  gpuDnnHandle_t hd = dnn_handle(dev, stream, op);
-  gpuDnnTensorDesc_t xd = nullptr, yd = nullptr;
-  gpuDnnPoolingDesc_t pd = nullptr;
-  struct Free {
-    const DnnApi& a;
-    gpuDnnTensorDesc_t& x;
-    gpuDnnTensorDesc_t& y;
-    gpuDnnPoolingDesc_t& p;
-    ~Free() {
-      if (p) a.pool_destroy(p);
-      if (y) a.tensor_destroy(y);
-      if (x) a.tensor_destroy(x);
-    }
-  } free_descs{api, xd, yd, pd};
-  dnn_check(api.tensor_create(&xd), op, "create tensor descriptor");
-  dnn_check(api.tensor_create(&yd), op, "create tensor descriptor");
-  dnn_check(api.pool_create(&pd), op, "create pooling descriptor");
-  // Every plane pools alike: [planes, 1, H, W].
-  const int xs[4] = {static_cast<int>(planes), 1, static_cast<int>(h), static_cast<int>(w)};
-  const int xst[4] = {static_cast<int>(h * w), static_cast<int>(h * w), static_cast<int>(w), 1};
-  const int ys[4] = {static_cast<int>(planes), 1, static_cast<int>(oh), static_cast<int>(ow)};
-  const int yst[4] = {static_cast<int>(oh * ow), static_cast<int>(oh * ow), static_cast<int>(ow),
-                      1};
-  const int win[2] = {static_cast<int>(p.kernel[0]), static_cast<int>(p.kernel[1])};
-  const int pad[2] = {static_cast<int>(p.pad[0]), static_cast<int>(p.pad[1])};
-  const int str[2] = {static_cast<int>(p.stride[0]), static_cast<int>(p.stride[1])};
-  if (api.tensor_set(xd, data, 4, xs, xst) != GPUDNN_STATUS_SUCCESS ||
-      api.tensor_set(yd, data, 4, ys, yst) != GPUDNN_STATUS_SUCCESS ||
-      api.pool_set(pd,
-                   p.count_include_pad ? GPUDNN_POOLING_AVERAGE_INCLUDE_PAD
-                                       : GPUDNN_POOLING_AVERAGE_EXCLUDE_PAD,
-                   GPUDNN_PROPAGATE_NAN, 2, win, pad, str) != GPUDNN_STATUS_SUCCESS)
-    return false;
-  const double one_d = 1.0, zero_d = 0.0;
-  const float one_f = 1.0f, zero_f = 0.0f;
-  const bool dbl = x.dtype() == DType::Float64;
-  const void* one = dbl ? static_cast<const void*>(&one_d) : &one_f;
-  const void* zero = dbl ? static_cast<const void*>(&zero_d) : &zero_f;
-  if (backward)  // average pooling reads neither y nor x: dy and dx stand in for them
-    dnn_check(api.pool_bwd(hd, pd, one, yd, in.data_ptr(), yd, in.data_ptr(), xd, out.data_ptr(),
-                           zero, xd, out.data_ptr()),
-              op, "PoolingBackward");
-  else
-    dnn_check(api.pool_fwd(hd, pd, one, xd, in.data_ptr(), zero, yd, out.data_ptr()), op,
-              "PoolingForward");
-  g_pool_calls.fetch_add(1);
-  check_launch(op, reinterpret_cast<uintptr_t>(stream));
-  return true;
-}
-
 bool conv_forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
   return run_conv(Kind::Forward, x, w, y, p);
 }
@@ -853,7 +745,6 @@ bool conv_backward_data(const Tensor&, const Tensor&, const Tensor&, const ConvP
 bool conv_backward_filter(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
   return false;
 }
-bool avg_pool2d(const Tensor&, const Tensor&, bool, const PoolParams&) { return false; }
 
 #endif
 

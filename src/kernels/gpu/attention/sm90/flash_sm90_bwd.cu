@@ -72,24 +72,6 @@ struct BwdCfg {
   static constexpr int kDqN = kD / kC;  // dQ columns per warpgroup
 };
 
-__device__ inline float neg_inf() { return -__int_as_float(0x7f800000); }
-
-__device__ inline float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-template <bool kBf16>
-__device__ inline uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (kBf16)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 // *a = v when pred (a predicate in the asm, no branch).
 __device__ inline void st_u32_if(bool pred, void* a, uint32_t v) {
   asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u32 [%0], %1;\n}\n" ::"l"(a),
@@ -120,7 +102,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const int istart = p.causal ? j0 : 0;  // causal: earlier queries see none of these keys
   const int ntiles = istart < lq ? static_cast<int>((lq - istart + kBq - 1) / kBq) : 0;
   const int64_t prow = (static_cast<int64_t>(b) * p.hq + h) * pad;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / kWarpThreads, lane = threadIdx.x % kWarpThreads;
 
   if (threadIdx.x == 0) {
     mbar_init(kv_full, 1);

@@ -81,24 +81,6 @@ struct FwdCfg {
   static constexpr int kConsumerRegs = kSpare / 8 * 8 > 240 ? 240 : kSpare / 8 * 8;
 };
 
-__device__ inline float neg_inf() { return -__int_as_float(0x7f800000); }
-
-__device__ inline float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-template <bool kBf16>
-__device__ inline uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (kBf16)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 template <bool kBf16, int kN>
 __device__ inline void wgmma_s(float (&s)[kN / 2], uint64_t da, uint64_t db, int acc) {
   if constexpr (kN == 64)
@@ -150,7 +132,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   // barriers; tiles one block needs alone count its own arrivals twice).
   const int rank = C::kCluster == 2 ? static_cast<int>(cluster_rank()) : 0;
   const int ncommon = C::kCluster == 2 ? min(ntiles, tiles_of(blockIdx.x ^ 1)) : 0;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / kWarpThreads, lane = threadIdx.x % kWarpThreads;
 
   if (threadIdx.x == 0) {
     mbar_init(q_full, 1);

@@ -7,6 +7,9 @@
 
 namespace kiln::gpu::flash::sm90 {
 
+// Threads of a warp: these kernels are NVIDIA sm_90a only (a warpgroup is 4 warps of 32).
+inline constexpr int kWarpThreads = 32;
+
 __device__ inline uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -370,6 +373,26 @@ __device__ inline void bulk_wait_read() {
 template <int kN>
 __device__ inline void bulk_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kN) : "memory");
+}
+
+// Shared by the forward and the backward: -inf, exp2 on the MUFU unit, two floats packed into
+// one register of two 16-bit values (bfloat16 or float16).
+__device__ inline float neg_inf() { return -__int_as_float(0x7f800000); }
+
+__device__ inline float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <bool kBf16>
+__device__ inline uint32_t pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (kBf16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 
 }  // namespace kiln::gpu::flash::sm90

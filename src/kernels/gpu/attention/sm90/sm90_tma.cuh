@@ -30,54 +30,47 @@ inline EncodeTiled encode_tiled() {
   return fn;
 }
 
-// A [batch, heads, rows, d] view (element strides sb, sh, sr; unit stride in d) as a 4-d tensor
-// map with boxes of 64 elements x box_rows rows, 128-byte swizzle, zero fill out of bounds.
-inline bool make_map(CUtensorMap* map, const void* ptr, bool bf16, int64_t d, int64_t rows,
-                     int64_t heads, int64_t batch, int64_t sr, int64_t sh, int64_t sb,
-                     int box_rows) {
+// A [batch, heads, rows, d] tensor (element strides sb, sh, sr; unit stride in d) of `type`
+// with `elem` bytes per element as a 4-d tensor map: boxes of 128 bytes (one swizzle row) x
+// box_rows rows, 128-byte swizzle, zero fill out of bounds. False when TMA cannot address it.
+inline bool make_map_4d(CUtensorMap* map, const void* ptr, CUtensorMapDataType type, int elem,
+                        int64_t d, int64_t rows, int64_t heads, int64_t batch, int64_t sr,
+                        int64_t sh, int64_t sb, int box_rows) {
   EncodeTiled enc = encode_tiled();
   if (!enc || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
   // Strides of dimensions of size 1 are never used: give them a valid value.
   if (rows == 1) sr = d;
   if (heads == 1) sh = rows * sr;
   if (batch == 1) sb = heads * sh;
-  const int64_t st[3] = {sr * 2, sh * 2, sb * 2};
+  const int64_t st[3] = {sr * elem, sh * elem, sb * elem};
   for (int64_t x : st)
     if (x <= 0 || x % 16 != 0 || x >= (int64_t{1} << 40)) return false;
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[3] = {static_cast<cuuint64_t>(st[0]), static_cast<cuuint64_t>(st[1]),
                                  static_cast<cuuint64_t>(st[2])};
-  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
-  const cuuint32_t elem[4] = {1, 1, 1, 1};
-  return enc(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-             const_cast<void*>(ptr), dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-// The float32 [batch, heads, rows, d] accumulator (strides sb, sh, sr; unit stride in d) as a
-// 4-d tensor map with boxes of 32 floats (128 bytes) x box_rows rows, 128-byte swizzle, for
-// reduce-add stores.
-inline bool make_map_f32(CUtensorMap* map, float* ptr, int64_t d, int64_t rows, int64_t heads,
-                         int64_t batch, int64_t sr, int64_t sh, int64_t sb, int box_rows) {
-  EncodeTiled enc = encode_tiled();
-  if (!enc || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
-  if (rows == 1) sr = d;
-  if (heads == 1) sh = rows * sr;
-  if (batch == 1) sb = heads * sh;
-  const int64_t st[3] = {sr * 4, sh * 4, sb * 4};
-  for (int64_t x : st)
-    if (x <= 0 || x % 16 != 0 || x >= (int64_t{1} << 40)) return false;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(st[0]), static_cast<cuuint64_t>(st[1]),
-                                 static_cast<cuuint64_t>(st[2])};
-  const cuuint32_t box[4] = {32, static_cast<cuuint32_t>(box_rows), 1, 1};
-  const cuuint32_t elem[4] = {1, 1, 1, 1};
-  return enc(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, ptr, dims, strides, box, elem,
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(128 / elem), static_cast<cuuint32_t>(box_rows),
+                             1, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  return enc(map, type, 4, const_cast<void*>(ptr), dims, strides, box, estr,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// q, k, v, dout (bfloat16 / float16): boxes of 64 elements.
+inline bool make_map(CUtensorMap* map, const void* ptr, bool bf16, int64_t d, int64_t rows,
+                     int64_t heads, int64_t batch, int64_t sr, int64_t sh, int64_t sb,
+                     int box_rows) {
+  return make_map_4d(map, ptr,
+                     bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                     d, rows, heads, batch, sr, sh, sb, box_rows);
+}
+
+// The float32 dq accumulator, for reduce-add stores: boxes of 32 floats.
+inline bool make_map_f32(CUtensorMap* map, float* ptr, int64_t d, int64_t rows, int64_t heads,
+                         int64_t batch, int64_t sr, int64_t sh, int64_t sb, int box_rows) {
+  return make_map_4d(map, ptr, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, d, rows, heads, batch, sr, sh,
+                     sb, box_rows);
 }
 
 // Compute capability 9.0, cached per device (0 unknown, 1 yes, 2 no).
