@@ -16,6 +16,7 @@ namespace kiln::gpu::flash {
 // Defined only when the sm90 kernels are built (weak: null elsewhere).
 __attribute__((weak)) void sm90_set_enabled(bool on);
 __attribute__((weak)) void sm90_set_backward_enabled(bool on);
+__attribute__((weak)) void sm90_set_backward128_enabled(bool on);
 }  // namespace kiln::gpu::flash
 
 namespace kiln {
@@ -36,12 +37,13 @@ std::string skip_reason() {
            std::to_string(cc.second) + ", not 9.0";
   return "";
 }
-#define KILN_NEED_SM90()                         \
-  do {                                           \
-    const std::string why = skip_reason();       \
-    if (!why.empty()) GTEST_SKIP() << why;       \
-    gpu::flash::sm90_set_enabled(true);          \
-    gpu::flash::sm90_set_backward_enabled(true); \
+#define KILN_NEED_SM90()                            \
+  do {                                              \
+    const std::string why = skip_reason();          \
+    if (!why.empty()) GTEST_SKIP() << why;          \
+    gpu::flash::sm90_set_enabled(true);             \
+    gpu::flash::sm90_set_backward_enabled(true);    \
+    gpu::flash::sm90_set_backward128_enabled(true); \
   } while (0)
 
 Tensor rnd(IntArrayRef s, uint64_t seed) {
@@ -179,7 +181,8 @@ std::vector<Tensor> grads(const Tensor& q, const Tensor& k, const Tensor& v, con
   return autograd::grad({o}, x, {go});
 }
 
-// The sm90 backward (head dim 64) against the float64 CPU backward on the dtype-rounded inputs.
+// The sm90 backward (head dims 64 and 128) against the float64 CPU backward on the dtype-rounded
+// inputs.
 TEST(FlashAttentionSm90, BackwardMatchesFloat64) {
   KILN_NEED_SM90();
   const Case cases[] = {
@@ -191,41 +194,43 @@ TEST(FlashAttentionSm90, BackwardMatchesFloat64) {
   };
   uint64_t seed = 500;
   for (DType dt : {kBFloat16, kFloat16})
-    for (const Case& c : cases) {
-      seed += 10;
-      const int64_t d = 64;
-      Tensor q = rnd({c.b, c.hq, c.tq, d}, seed), k = rnd({c.b, c.hk, c.tk, d}, seed + 1),
-             v = rnd({c.b, c.hk, c.tk, d}, seed + 2), go = rnd({c.b, c.hq, c.tq, d}, seed + 3);
-      const std::string what = name(c, d, dt);
-      auto g = grads(q.to(kGpu, dt), k.to(kGpu, dt), v.to(kGpu, dt), go.to(kGpu, dt), c.causal);
-      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
-      auto r = grads(q.to(dt).to(kFloat64), k.to(dt).to(kFloat64), v.to(dt).to(kFloat64),
-                     go.to(dt).to(kFloat64), c.causal);
-      const double tol = dt == kBFloat16 ? 2e-2 : 5e-3;
-      for (int i = 0; i < 3; ++i) {
-        EXPECT_TRUE(kiln::isfinite(cpu64(g[i])).all().item<bool>()) << what << " grad " << i;
-        EXPECT_LT(rel(g[i], r[i]), tol) << what << " grad " << i;
+    for (int64_t d : {64, 128})
+      for (const Case& c : cases) {
+        seed += 10;
+        Tensor q = rnd({c.b, c.hq, c.tq, d}, seed), k = rnd({c.b, c.hk, c.tk, d}, seed + 1),
+               v = rnd({c.b, c.hk, c.tk, d}, seed + 2), go = rnd({c.b, c.hq, c.tq, d}, seed + 3);
+        const std::string what = name(c, d, dt);
+        auto g = grads(q.to(kGpu, dt), k.to(kGpu, dt), v.to(kGpu, dt), go.to(kGpu, dt), c.causal);
+        EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+        auto r = grads(q.to(dt).to(kFloat64), k.to(dt).to(kFloat64), v.to(dt).to(kFloat64),
+                       go.to(dt).to(kFloat64), c.causal);
+        const double tol = dt == kBFloat16 ? 2e-2 : 5e-3;
+        for (int i = 0; i < 3; ++i) {
+          EXPECT_TRUE(kiln::isfinite(cpu64(g[i])).all().item<bool>()) << what << " grad " << i;
+          EXPECT_LT(rel(g[i], r[i]), tol) << what << " grad " << i;
+        }
       }
-    }
 }
 
 // GPT-2's layout: q, k, v as [B, H, T, D] views of one [B, T, 3, H, D] tensor and dout a
 // transposed view; gradients against the float64 CPU backward on contiguous copies.
 TEST(FlashAttentionSm90, BackwardStridedPackedQkv) {
   KILN_NEED_SM90();
-  for (bool causal : {true, false}) {
-    const int64_t b = 2, t = 333, h = 3, d = 64;
-    Tensor qkv = rnd({b, t, 3, h, d}, 70).to(kGpu, kBFloat16);
-    Tensor q = qkv.select(2, 0).transpose(1, 2), k = qkv.select(2, 1).transpose(1, 2),
-           v = qkv.select(2, 2).transpose(1, 2);
-    Tensor go = rnd({b, t, h, d}, 71).to(kGpu, kBFloat16).transpose(1, 2);
-    const std::string what = std::string("packed") + (causal ? " causal" : "");
-    auto g = grads(q, k, v, go, causal);
-    EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
-    auto r = grads(cpu64(q).contiguous(), cpu64(k).contiguous(), cpu64(v).contiguous(),
-                   cpu64(go).contiguous(), causal);
-    for (int i = 0; i < 3; ++i) EXPECT_LT(rel(g[i], r[i]), 2e-2) << what << " grad " << i;
-  }
+  for (int64_t d : {64, 128})
+    for (bool causal : {true, false}) {
+      const int64_t b = 2, t = 333, h = 3;
+      Tensor qkv = rnd({b, t, 3, h, d}, 70).to(kGpu, kBFloat16);
+      Tensor q = qkv.select(2, 0).transpose(1, 2), k = qkv.select(2, 1).transpose(1, 2),
+             v = qkv.select(2, 2).transpose(1, 2);
+      Tensor go = rnd({b, t, h, d}, 71).to(kGpu, kBFloat16).transpose(1, 2);
+      const std::string what =
+          std::string("packed d") + std::to_string(d) + (causal ? " causal" : "");
+      auto g = grads(q, k, v, go, causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+      auto r = grads(cpu64(q).contiguous(), cpu64(k).contiguous(), cpu64(v).contiguous(),
+                     cpu64(go).contiguous(), causal);
+      for (int i = 0; i < 3; ++i) EXPECT_LT(rel(g[i], r[i]), 2e-2) << what << " grad " << i;
+    }
 }
 
 // Large shapes: the sm90 backward against flash_mma's backward on the same bf16 inputs.
@@ -233,32 +238,40 @@ TEST(FlashAttentionSm90, BackwardLargeShapesMatchFlashMma) {
   KILN_NEED_SM90();
   const Case cases[] = {
       {2, 4, 4, 2048, 2048, true}, {1, 8, 8, 1536, 1100, false}, {4, 12, 12, 1024, 1024, true}};
-  for (const Case& c : cases) {
-    const int64_t d = 64;
-    Tensor q = rnd({c.b, c.hq, c.tq, d}, 17).to(kGpu, kBFloat16),
-           k = rnd({c.b, c.hk, c.tk, d}, 18).to(kGpu, kBFloat16),
-           v = rnd({c.b, c.hk, c.tk, d}, 19).to(kGpu, kBFloat16),
-           go = rnd({c.b, c.hq, c.tq, d}, 20).to(kGpu, kBFloat16);
-    const std::string what = name(c, d, kBFloat16);
-    auto g = grads(q, k, v, go, c.causal);
-    EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
-    gpu::flash::sm90_set_backward_enabled(false);
-    auto m = grads(q, k, v, go, c.causal);
-    EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
-    gpu::flash::sm90_set_backward_enabled(true);
-    for (int i = 0; i < 3; ++i) {
-      EXPECT_TRUE(kiln::isfinite(cpu64(g[i])).all().item<bool>()) << what << " grad " << i;
-      EXPECT_LT(rel(g[i], m[i]), 1e-2) << what << " grad " << i;
+  for (int64_t d : {64, 128})
+    for (const Case& c : cases) {
+      Tensor q = rnd({c.b, c.hq, c.tq, d}, 17).to(kGpu, kBFloat16),
+             k = rnd({c.b, c.hk, c.tk, d}, 18).to(kGpu, kBFloat16),
+             v = rnd({c.b, c.hk, c.tk, d}, 19).to(kGpu, kBFloat16),
+             go = rnd({c.b, c.hq, c.tq, d}, 20).to(kGpu, kBFloat16);
+      const std::string what = name(c, d, kBFloat16);
+      auto g = grads(q, k, v, go, c.causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+      gpu::flash::sm90_set_backward_enabled(false);
+      auto m = grads(q, k, v, go, c.causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
+      gpu::flash::sm90_set_backward_enabled(true);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(kiln::isfinite(cpu64(g[i])).all().item<bool>()) << what << " grad " << i;
+        EXPECT_LT(rel(g[i], m[i]), 1e-2) << what << " grad " << i;
+      }
     }
-  }
 }
 
-// Backward calls the sm90 kernel declines go to flash_mma: head dim 128, GQA, deterministic mode.
+// Backward calls the sm90 kernel declines go to flash_mma: head dim 128 while its switch is off,
+// head dim 96, GQA, deterministic mode.
 TEST(FlashAttentionSm90, BackwardDeclinedCallsFallBack) {
   KILN_NEED_SM90();
   Tensor q128 = rnd({1, 2, 40, 128}, 3).to(kGpu, kBFloat16);
   grads(q128, q128, q128, q128, true);
+  EXPECT_STREQ(nn::attention_backend(), "flash_sm90");
+  gpu::flash::sm90_set_backward128_enabled(false);
+  grads(q128, q128, q128, q128, true);
   EXPECT_STREQ(nn::attention_backend(), "flash_mma");
+  gpu::flash::sm90_set_backward128_enabled(true);
+  Tensor q96 = rnd({1, 2, 40, 96}, 3).to(kGpu, kBFloat16);
+  grads(q96, q96, q96, q96, true);
+  EXPECT_STRNE(nn::attention_backend(), "flash_sm90");
   Tensor q = rnd({1, 4, 40, 64}, 3).to(kGpu, kBFloat16),
          kv = rnd({1, 2, 40, 64}, 4).to(kGpu, kBFloat16);
   std::vector<Tensor> x = {q.detach().requires_grad_(), kv.detach().requires_grad_(),

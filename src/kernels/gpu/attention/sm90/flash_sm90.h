@@ -22,11 +22,14 @@ bool sm90_enabled();
 // The backward's dK / dV kernel (dQ added into p.dq_acc, which must be set: not in deterministic
 // mode), in place of mma_backward_kv after mma_backward_prep (l2, dl: its [B, Hq, pad] rows):
 // returns true when it ran, false (nothing launched) for a call it does not handle (dtype, head
-// dim, mask, dropout, GQA, layout, no dq accumulator) or when it is off.
+// dim other than 64 / 128, mask, dropout, GQA, layout, no dq accumulator) or when it is off.
 bool sm90_backward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream,
                    const float* l2, const float* dl, int64_t pad);
 // Turns the sm90 backward on or off (default: on unless KILN_FLASH_SM90_BWD=0; it also follows
 // sm90_set_enabled), so tests and benchmarks can compare it with flash_mma's backward.
 void sm90_set_backward_enabled(bool on);
+// Turns the head-dim-128 sm90 backward on or off (default: on unless KILN_FLASH_SM90_BWD128=0;
+// it also follows the two switches above).
+void sm90_set_backward128_enabled(bool on);
 
 }  // namespace kiln::gpu::flash

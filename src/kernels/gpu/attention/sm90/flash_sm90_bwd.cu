@@ -1,6 +1,7 @@
-// Hopper (sm_90a) fused-attention backward, dK / dV kernel: a producer warp streams Q / dO tiles by
-// TMA (K / V resident), a consumer warpgroup runs S^T, dP^T, dV, dK and dQ on wgmma; dQ leaves by
-// TMA reduce-add into the accumulator the pre-pass zeroed (flash_mma_bwd.cuh runs before / after).
+// Hopper (sm_90a) fused-attention backward (head dims 64, 128), dK / dV kernel: a producer warp
+// streams Q / dO by TMA (K / V resident), consumer warpgroups run S^T, dP^T, dV, dK, dQ on wgmma;
+// dQ leaves by TMA reduce-add into the pre-pass's zeroed accumulator (flash_mma_bwd.cuh
+// before/after).
 #include <atomic>
 #include <climits>
 #include <cstdlib>
@@ -43,24 +44,36 @@ using namespace sm90;
 // staging dQ: 236 (waiting for the last dQ product alone while S^T / dP^T run would make ptxas
 // serialize every wgmma, C7514: it reads a wgmma's accumulator inside another's pipeline stage).
 // ptxas: no spills; 128 registers at entry (kC 1), consumers raised to 232.
-constexpr int kD = 64, kBq = 64;
-constexpr int kTile = 64 * kD * 2;  // one 64-row 16-bit tile (8 KiB)
+//
+// Head dim 128 (Note [Flash sm90 backward D128]): the same walk with every 64-column half of a
+// K / V / Q / dO tile in its own 128-byte-swizzled box (TMA boxes are 64 elements wide); dK / dV
+// accumulators are 64 x 128 (64 registers a thread each), dV += P^T dO and dK += dS^T Q are
+// m64n128 with B read MN-major across the two boxes (leading byte offset = one box), and dQ is
+// made 64 columns at a time (m64n64, 32 registers reused) and staged before the reduce-adds.
+// Measured on an H200, causal bf16 forward+backward at B4 H32 T4096 D128 (PyTorch 496 TFLOP/s):
+// flash_mma's backward 270, two consumer warpgroups of 64 keys (1 block/SM) 428-431 with 2
+// Q / dO stages, 422-426 with 3; one warpgroup (2 blocks/SM, 1 stage, dQ in two halves)
+// 366-372. ptxas: no spills, no wgmma serialization; consumers at 240 registers.
+constexpr int kBq = 64;
+constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
 constexpr int kRowBytes = kBq * 4;  // kBq floats
 
 // One kernel shape: kC consumer warpgroups of 64 keys (kBk = 64 kC keys a block, sharing each
 // Q / dO tile; with kC = 2 each warpgroup computes half of dQ's columns over all kBk keys),
 // kStages Q / dO buffers, kMinBlocks blocks per SM.
-template <int kC_, int kStages_, int kMinBlocks_>
+template <int kD_, int kC_, int kStages_, int kMinBlocks_>
 struct BwdCfg {
-  static constexpr int kC = kC_, kStages = kStages_, kMinBlocks = kMinBlocks_;
+  static constexpr int kD = kD_, kC = kC_, kStages = kStages_, kMinBlocks = kMinBlocks_;
   static constexpr int kDqBytes = kBq * kD * 4;
   static constexpr int kBk = 64 * kC, kThreads = 128 * (kC + 1);
-  static constexpr int kKv = kBk * kD * 2;  // one K or V tile
+  static constexpr int kBoxes = kD / 64;       // 64-column boxes of a row
+  static constexpr int kRows64 = 64 * kD * 2;  // 64 rows of K / V / Q / dO (kBoxes boxes)
+  static constexpr int kKv = kBk * kD * 2;     // one K or V tile
   static constexpr int kSk = 0, kSv = kKv, kSq = 2 * kKv;
-  static constexpr int kSdo = kSq + kStages * kTile;
-  static constexpr int kSds = kSdo + kStages * kTile;  // dS^T [kBk keys][kBq queries]
+  static constexpr int kSdo = kSq + kStages * kRows64;
+  static constexpr int kSds = kSdo + kStages * kRows64;  // dS^T [kBk keys][kBq queries]
   // dQ staging: [kD / 32 column boxes][kBq rows][32 floats], 128-byte swizzle
-  static constexpr int kSdq = kSds + kKv;
+  static constexpr int kSdq = kSds + kBk * kBq * 2;
   static constexpr int kSl = kSdq + kDqBytes;  // per stage: l2 [kBq], then dl [kBq]
   static constexpr int kBar = kSl + kStages * 2 * kRowBytes;
   static constexpr int kSmem = kBar + 8 * (1 + 2 * kStages) + 1024;
@@ -69,7 +82,9 @@ struct BwdCfg {
   static constexpr int kProducerRegs = 24;
   static constexpr int kSpare = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kC);
   static constexpr int kConsumerRegs = kSpare / 8 * 8 > 240 ? 240 : kSpare / 8 * 8;
-  static constexpr int kDqN = kD / kC;  // dQ columns per warpgroup
+  static constexpr int kDqN = kD / kC;                // dQ columns per warpgroup
+  static constexpr int kDqW = kDqN < 64 ? kDqN : 64;  // columns of one dQ product
+  static_assert(kD == 64 || kD == 128, "head dim");
 };
 
 // *a = v when pred (a predicate in the asm, no branch).
@@ -86,14 +101,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
                     const __grid_constant__ CUtensorMap mdq, const FlashParams p,
                     const float* l2buf, const float* dlbuf, int64_t pad) {
   constexpr int kBk = C::kBk, kStages = C::kStages, kC = C::kC, kDqN = C::kDqN;
+  constexpr int kD = C::kD, kBoxes = C::kBoxes, kRows64 = C::kRows64, kDqW = C::kDqW;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t sk = base + C::kSk, sv = base + C::kSv, sds = base + C::kSds, bar = base + C::kBar;
   const uint32_t kv_full = bar;
   auto full = [&](int s) { return bar + 8 + 8 * s; };
   auto empty = [&](int s) { return bar + 8 + 8 * (kStages + s); };
-  auto q_buf = [&](int s) { return base + C::kSq + s * kTile; };
-  auto do_buf = [&](int s) { return base + C::kSdo + s * kTile; };
+  auto q_buf = [&](int s) { return base + C::kSq + s * kRows64; };
+  auto do_buf = [&](int s) { return base + C::kSdo + s * kRows64; };
   auto l_buf = [&](int s) { return base + C::kSl + s * 2 * kRowBytes; };
 
   const int h = blockIdx.y, b = blockIdx.z;
@@ -120,17 +136,20 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       tma_prefetch_map(&mq);
       tma_prefetch_map(&mdo);
       mbar_arrive_expect_tx(kv_full, 2 * C::kKv);
-      for (int c = 0; c < kC; ++c) {
-        tma_load_4d(sk + c * kTile, &mk, kv_full, 0, j0 + 64 * c, h, b);
-        tma_load_4d(sv + c * kTile, &mv, kv_full, 0, j0 + 64 * c, h, b);
-      }
+      for (int c = 0; c < kC; ++c)
+        for (int x = 0; x < kBoxes; ++x) {
+          tma_load_4d(sk + c * kRows64 + x * kTile, &mk, kv_full, 64 * x, j0 + 64 * c, h, b);
+          tma_load_4d(sv + c * kRows64 + x * kTile, &mv, kv_full, 64 * x, j0 + 64 * c, h, b);
+        }
       for (int t = 0; t < ntiles; ++t) {
         const int s = t % kStages, u = t / kStages;
         const int i0 = istart + t * kBq;  // i0 + kBq <= pad
         if (t >= kStages) mbar_wait(empty(s), (u - 1) & 1);
-        mbar_arrive_expect_tx(full(s), 2 * kTile + 2 * kRowBytes);
-        tma_load_4d(q_buf(s), &mq, full(s), 0, i0, h, b);
-        tma_load_4d(do_buf(s), &mdo, full(s), 0, i0, h, b);
+        mbar_arrive_expect_tx(full(s), 2 * kRows64 + 2 * kRowBytes);
+        for (int x = 0; x < kBoxes; ++x) {
+          tma_load_4d(q_buf(s) + x * kTile, &mq, full(s), 64 * x, i0, h, b);
+          tma_load_4d(do_buf(s) + x * kTile, &mdo, full(s), 64 * x, i0, h, b);
+        }
         bulk_load(l_buf(s), l2buf + prow + i0, kRowBytes, full(s));
         bulk_load(l_buf(s) + kRowBytes, dlbuf + prow + i0, kRowBytes, full(s));
       }
@@ -140,24 +159,26 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   regs_alloc<C::kConsumerRegs>();
   const int cw = warp / 4 - 1, wi = warp % 4, g = lane >> 2, tq4 = lane & 3;
   const int kw = cw * 64 + wi * 16;  // this warp's first key in the block
-  const uint32_t sk_w = sk + cw * kTile, sv_w = sv + cw * kTile;
+  const uint32_t sk_w = sk + cw * kRows64, sv_w = sv + cw * kRows64;
   const bool leader = threadIdx.x % 128 == 0;  // issues the warpgroup's dQ reduce-adds
   constexpr float kLog2e = 1.4426950408889634f;
   const float sl2 = p.scale * kLog2e;
   const int klim = lk - j0 < kBk ? static_cast<int>(lk - j0) : kBk;
 
-  float dk[32], dv[32], dq[kDqN / 2];
+  float dk[kD / 2], dv[kD / 2], dq[kDqW / 2];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) dk[i] = dv[i] = 0.0f;
+  for (int i = 0; i < kD / 2; ++i) dk[i] = dv[i] = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kDqN / 2; ++i) dq[i] = 0.0f;
+  for (int i = 0; i < kDqW / 2; ++i) dq[i] = 0.0f;
   uint32_t pa[kBq / 16][4], da[kBq / 16][4];
 
-  // After the products of tile u have completed: dQ scale of tile u into this warpgroup's staging
-  // boxes (columns cw kDqN ..), one reduce-add per box, and the release of u's Q / dO stage.
-  auto finish = [&](int u) {
+  // This warpgroup's dQ staging boxes (columns cw kDqN ..).
+  const uint32_t sdq = base + C::kSdq + cw * (kDqN / 32) * (kBq * 128);
+  // After a dQ product has completed: dQ scale of columns kDqW w .. of this warpgroup's share
+  // into its staging boxes.
+  auto stage_dq = [&](int w) {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < kD / 2; ++i) {
       reg_fence(dk[i]);
       reg_fence(dv[i]);
     }
@@ -168,19 +189,22 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         reg_fence(pa[kk][r]);
         reg_fence(da[kk][r]);
       }
-    const uint32_t sdq = base + C::kSdq + cw * (kDqN / 32) * (kBq * 128);
 #pragma unroll
-    for (int n = 0; n < kDqN / 8; ++n)
+    for (int n = 0; n < kDqW / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int row = wi * 16 + g + 8 * e, col = n * 8 + 2 * tq4;  // col in the warpgroup's
-        const int c16 = (col % 32) / 4;                              // 16-byte chunk
+        const int row = wi * 16 + g + 8 * e, col = w * kDqW + n * 8 + 2 * tq4;  // in the share
+        const int c16 = (col % 32) / 4;                                         // 16-byte chunk
         const uint32_t a =
             sdq + (col / 32) * (kBq * 128) + row * 128 + ((c16 ^ (row % 8)) * 16) + (col % 4) * 4;
         asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a),
                      "f"(dq[4 * n + 2 * e] * p.scale), "f"(dq[4 * n + 2 * e + 1] * p.scale)
                      : "memory");
       }
+  };
+  // After the whole of tile u's dQ is staged: one reduce-add per box, and the release of u's
+  // Q / dO stage.
+  auto finish = [&](int u) {
     fence_proxy_async();
     cw == 0 ? named_sync<2, 128>() : named_sync<3, 128>();
     if (leader) {
@@ -205,13 +229,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kD / 16; ++kk)
-      wgmma_ss_n64<kBf16>(st, make_desc_sw128(sk_w + kk * 32, 16, 1024),
-                          make_desc_sw128(sq + kk * 32, 16, 1024), kk > 0 ? 1 : 0);
+      wgmma_ss_n64<kBf16>(st, make_desc_sw128(sk_w + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
+                          make_desc_sw128(sq + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
+                          kk > 0 ? 1 : 0);
     wgmma_commit();
 #pragma unroll
     for (int kk = 0; kk < kD / 16; ++kk)
-      wgmma_ss_n64<kBf16>(dp, make_desc_sw128(sv_w + kk * 32, 16, 1024),
-                          make_desc_sw128(sdo + kk * 32, 16, 1024), kk > 0 ? 1 : 0);
+      wgmma_ss_n64<kBf16>(dp, make_desc_sw128(sv_w + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
+                          make_desc_sw128(sdo + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
+                          kk > 0 ? 1 : 0);
     wgmma_commit();
     wgmma_wait<1>();
 #pragma unroll
@@ -270,24 +296,41 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     named_sync<1, 128 * kC>();  // the whole dS^T tile is in shared memory
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk)
-      wgmma_rs_n64<kBf16>(dv, pa[kk], make_desc_sw128(sdo + kk * 2048, kTile, 1024), 1);
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk)
-      wgmma_rs_n64<kBf16>(dk, da[kk], make_desc_sw128(sq + kk * 2048, kTile, 1024), 1);
-    wgmma_commit();
-#pragma unroll
-    for (int kk = 0; kk < kBk / 16; ++kk) {
-      const uint64_t dsa = make_desc_sw128(sds + kk * 2048, kTile, 1024);
-      const uint64_t kb =
-          make_desc_sw128(sk + (kk / 4) * kTile + (kk % 4) * 2048 + cw * kDqN * 2, kTile, 1024);
-      if constexpr (kDqN == 64)
-        wgmma_ss_n64_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+    for (int kk = 0; kk < kBq / 16; ++kk) {
+      if constexpr (kD == 64)
+        wgmma_rs_n64<kBf16>(dv, pa[kk], make_desc_sw128(sdo + kk * 2048, kTile, 1024), 1);
       else
-        wgmma_ss_n32_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+        wgmma_rs_n128<kBf16>(dv, pa[kk], make_desc_sw128(sdo + kk * 2048, kTile, 1024), 1);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk) {
+      if constexpr (kD == 64)
+        wgmma_rs_n64<kBf16>(dk, da[kk], make_desc_sw128(sq + kk * 2048, kTile, 1024), 1);
+      else
+        wgmma_rs_n128<kBf16>(dk, da[kk], make_desc_sw128(sq + kk * 2048, kTile, 1024), 1);
     }
     wgmma_commit();
-    wgmma_wait<0>();
+    // dQ [kBq, this warpgroup's kDqN columns] = dS K over all kBk keys, kDqW columns at a time;
+    // B = K MN-major: keys kk 16 .. of key tile kk / 4, column c in box c / 64.
+#pragma unroll
+    for (int w = 0; w < kDqN / kDqW; ++w) {
+      const int c0 = cw * kDqN + w * kDqW;
+      if (w > 0) wgmma_fence();  // stage_dq read the accumulator
+#pragma unroll
+      for (int kk = 0; kk < kBk / 16; ++kk) {
+        const uint64_t dsa = make_desc_sw128(sds + kk * 2048, kTile, 1024);
+        const uint64_t kb = make_desc_sw128(
+            sk + (kk / 4) * kRows64 + (c0 / 64) * kTile + (kk % 4) * 2048 + (c0 % 64) * 2, kTile,
+            1024);
+        if constexpr (kDqW == 64)
+          wgmma_ss_n64_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+        else
+          wgmma_ss_n32_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      stage_dq(w);
+    }
     finish(t);
   }
   if (ntiles > 0 && leader) bulk_wait<0>();  // the reduce-adds are done before exit
@@ -319,11 +362,35 @@ std::atomic<bool> g_bwd_enabled{[] {
   return kBwdDefaultOn;
 }()};
 
+// Head dim 128: on by default (KILN_FLASH_SM90_BWD128=0 turns it off; it also follows the
+// switches above).
+constexpr bool kBwd128DefaultOn = true;
+std::atomic<bool> g_bwd128_enabled{[] {
+  const char* e = std::getenv("KILN_FLASH_SM90_BWD128");
+  if (e && (e[0] == '0' || e[0] == '1') && e[1] == 0) return e[0] == '1';
+  return kBwd128DefaultOn;
+}()};
+
 // Kernel shapes (KILN_FLASH_SM90_BWD_CFG=0..2 picks one for tuning runs; default kDefaultCfg).
-using Cfg0 = BwdCfg<1, 2, 2>;
-using Cfg1 = BwdCfg<2, 3, 1>;
-using Cfg2 = BwdCfg<1, 3, 2>;
+using Cfg0 = BwdCfg<64, 1, 2, 2>;
+using Cfg1 = BwdCfg<64, 2, 3, 1>;
+using Cfg2 = BwdCfg<64, 1, 3, 2>;
 constexpr int kDefaultCfg = 0;
+// Head dim 128 (KILN_FLASH_SM90_BWD128_CFG=0..2; default kDefaultCfg128): two consumer
+// warpgroups of 64 keys sharing Q / dO (each makes 64 of dQ's columns; 2 or, cfg 2, 3 stages),
+// or (cfg 1) one of 64 keys with two blocks an SM.
+using Cfg128a = BwdCfg<128, 2, 2, 1>;
+using Cfg128b = BwdCfg<128, 1, 1, 2>;
+using Cfg128c = BwdCfg<128, 2, 3, 1>;
+constexpr int kDefaultCfg128 = 0;
+
+int bwd128_cfg() {
+  static const int c = [] {
+    const char* e = std::getenv("KILN_FLASH_SM90_BWD128_CFG");
+    return e && e[0] >= '0' && e[0] <= '2' && e[1] == 0 ? e[0] - '0' : kDefaultCfg128;
+  }();
+  return c;
+}
 
 int bwd_cfg() {
   static const int c = [] {
@@ -362,6 +429,14 @@ bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const fl
 template <bool kBf16>
 bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, const float* dl,
                 int64_t pad) {
+  if (p.d == 128) switch (bwd128_cfg()) {
+      case 1:
+        return launch<kBf16, Cfg128b>(p, stream, l2, dl, pad);
+      case 2:
+        return launch<kBf16, Cfg128c>(p, stream, l2, dl, pad);
+      default:
+        return launch<kBf16, Cfg128a>(p, stream, l2, dl, pad);
+    }
   switch (bwd_cfg()) {
     case 1:
       return launch<kBf16, Cfg1>(p, stream, l2, dl, pad);
@@ -375,13 +450,17 @@ bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, cons
 }  // namespace
 
 void sm90_set_backward_enabled(bool on) { g_bwd_enabled.store(on, std::memory_order_relaxed); }
+void sm90_set_backward128_enabled(bool on) {
+  g_bwd128_enabled.store(on, std::memory_order_relaxed);
+}
 
 bool sm90_backward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream,
                    const float* l2, const float* dl, int64_t pad) {
   if (!g_bwd_enabled.load(std::memory_order_relaxed) || !sm90_enabled()) return false;
   const bool bf16 = dtype == DType::BFloat16;
   if (!bf16 && dtype != DType::Float16) return false;
-  if (p.d != kD || p.hq != p.hk || p.dkv_f32 || p.dq_acc == nullptr) return false;
+  if (p.d != 64 && (p.d != 128 || !g_bwd128_enabled.load(std::memory_order_relaxed))) return false;
+  if (p.hq != p.hk || p.dkv_f32 || p.dq_acc == nullptr) return false;
   if (p.mask != nullptr || p.p_drop > 0.0f || p.cu_q != nullptr || p.cu_k != nullptr) return false;
   if (p.tq <= 0 || p.tk <= 0 || p.tq > INT_MAX / 2 || p.tk > INT_MAX / 2) return false;
   if (p.hq > 65535 || p.b > 65535) return false;
