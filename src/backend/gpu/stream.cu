@@ -66,13 +66,13 @@ gpuStream_t as_stream(StreamHandle s) { return reinterpret_cast<gpuStream_t>(s);
 
 // Everything that enqueues GPU work asks for its stream here: the pending batch of small ops
 // goes first (Note [Deferred small launches]).
-StreamHandle current_stream(int device) {
-  flush_small_ops_if_pending();
+uintptr_t current_stream_noflush(int device) {
   return thread_streams()[static_cast<size_t>(device)];
 }
 
-uintptr_t current_stream_noflush(int device) {
-  return thread_streams()[static_cast<size_t>(device)];
+StreamHandle current_stream(int device) {
+  flush_small_ops_if_pending();
+  return current_stream_noflush(device);
 }
 
 void set_current_stream(int device, StreamHandle stream) {
