@@ -53,6 +53,20 @@ case "${1:-}" in
       KILN_FLASH_FWD_WARPS=$w "$stage/gpu_attention_bench" | tee "$out/kiln_attention_w$w.jsonl"
     done
     PYTHONUNBUFFERED=1 python3 "$root/bench/torch_gpu_attention.py" | tee "$out/torch_attention.jsonl"
+    # KILN_BENCH_NCU=1 also lists each framework's kernels with their average GPU time (ncu, one
+    # pass over the whole program; clocks left alone).
+    if [ "${KILN_BENCH_NCU:-0}" = 1 ]; then
+      ncu_sum() {
+        timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum \
+          --print-summary per-kernel "$@" 2>&1 |
+          awk '/Invocations/ { n = $0; sub(/\(.*/, "", n); sub(/^ +(void )?/, "", n) }
+               /gpu__time_duration/ { printf "  %10s %-3s %s\n", $5, $2, substr(n, 1, 100) }'
+      }
+      echo "== kernels: kiln (average GPU time per launch)"
+      ncu_sum "$stage/gpu_attention_bench"
+      echo "== kernels: torch"
+      ncu_sum python3 "$root/bench/torch_gpu_attention.py" | grep -v distribution_elementwise
+    fi
     for f in "$out"/kiln_attention*.jsonl; do
       echo "== $(basename "$f")"
       python3 - "$f" "$out/torch_attention.jsonl" <<'PY'
