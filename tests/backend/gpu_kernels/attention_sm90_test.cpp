@@ -172,6 +172,72 @@ TEST(FlashAttentionSm90, DeclinedCallsFallBack) {
   EXPECT_STREQ(nn::attention_backend(), "flash_mma");
 }
 
+}  // namespace
+}  // namespace kiln
+
+namespace kiln::gpu::flash {
+// Forces a forward kernel shape (flash_sm90_fwd.cu; -1: the defaults); weak like the others.
+__attribute__((weak)) void sm90_set_forward_cfg(int cfg);
+}  // namespace kiln::gpu::flash
+
+namespace kiln {
+namespace {
+
+// Every forward kernel shape (D64Cfgs 0..4, D128Cfgs 0..5 in flash_sm90_fwd.cu, the persistent
+// ones included) against the float64 CPU kernel on small shapes (bf16, fp16) and against flash_mma
+// on shapes with more work tiles than resident blocks (several rounds per persistent block, batch
+// x heads a multiple of nothing, tq != tk, GQA).
+TEST(FlashAttentionSm90, ForwardEveryShape) {
+  KILN_NEED_SM90();
+  ASSERT_NE(gpu::flash::sm90_set_forward_cfg, nullptr);
+  const Case small[] = {{1, 2, 2, 17, 17, true},
+                        {1, 2, 1, 77, 200, true},
+                        {1, 2, 2, 200, 77, true},
+                        {2, 2, 2, 129, 77, false},
+                        {1, 1, 1, 1, 300, true}};
+  const Case large[] = {{3, 13, 13, 1000, 1000, true},
+                        {2, 6, 3, 300, 1100, false},
+                        {5, 7, 7, 77, 129, true},
+                        {2, 9, 3, 1100, 1100, true},
+                        {1, 5, 5, 1300, 700, true}};
+  for (int64_t d : {64, 128})
+    for (int cfg = 0; cfg < (d == 64 ? 5 : 6); ++cfg) {
+      gpu::flash::sm90_set_forward_cfg(cfg);
+      uint64_t seed = 300;
+      for (DType dt : {kBFloat16, kFloat16})
+        for (const Case& c : small) {
+          seed += 10;
+          Tensor q = rnd({c.b, c.hq, c.tq, d}, seed), k = rnd({c.b, c.hk, c.tk, d}, seed + 1),
+                 v = rnd({c.b, c.hk, c.tk, d}, seed + 2);
+          const std::string what = name(c, d, dt) + " cfg " + std::to_string(cfg);
+          auto [o, lse] = fused(q.to(kGpu, dt), k.to(kGpu, dt), v.to(kGpu, dt), c.causal);
+          EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+          auto [ro, rl] =
+              fused(q.to(dt).to(kFloat64), k.to(dt).to(kFloat64), v.to(dt).to(kFloat64), c.causal);
+          EXPECT_LT(rel(o, ro), dt == kBFloat16 ? 1.2e-2 : 3e-3) << what;
+          double worst = 0.0;
+          EXPECT_TRUE(lse_close(lse, rl, 2e-3, &worst)) << what << " lse off by " << worst;
+        }
+      for (const Case& c : large) {
+        seed += 10;
+        Tensor q = rnd({c.b, c.hq, c.tq, d}, seed).to(kGpu, kBFloat16),
+               k = rnd({c.b, c.hk, c.tk, d}, seed + 1).to(kGpu, kBFloat16),
+               v = rnd({c.b, c.hk, c.tk, d}, seed + 2).to(kGpu, kBFloat16);
+        const std::string what = name(c, d, kBFloat16) + " cfg " + std::to_string(cfg);
+        auto [o, lse] = fused(q, k, v, c.causal);
+        EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+        gpu::flash::sm90_set_enabled(false);
+        auto [mo, ml] = fused(q, k, v, c.causal);
+        gpu::flash::sm90_set_enabled(true);
+        EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
+        EXPECT_LT(rel(o, mo), 1e-2) << what;
+        double worst = 0.0;
+        EXPECT_TRUE(lse_close(lse, ml, 2e-3, &worst)) << what << " lse off by " << worst;
+      }
+    }
+  gpu::flash::sm90_set_forward_cfg(-1);
+}
+
 // Gradients (dq, dk, dv) of the fused op for q, k, v (leaf tensors on any device) and dout go.
 std::vector<Tensor> grads(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& go,
                           bool causal) {
@@ -284,6 +350,36 @@ TEST(FlashAttentionSm90, BackwardDeclinedCallsFallBack) {
   grads(q, q, q, q, false);
   use_deterministic_algorithms(false);
   EXPECT_STRNE(nn::attention_backend(), "flash_sm90");
+}
+
+// Many blocks in the grid order of Note [Flash sm90 backward grid order] (flash_sm90_bwd.cu): an
+// odd number of (batch, head) pairs, so the last group is partial, more key tiles than a wave of
+// blocks, tq != tk, lengths that are not multiples of the tiles; against flash_mma's backward.
+TEST(FlashAttentionSm90, BackwardGridOrderMatchesFlashMma) {
+  KILN_NEED_SM90();
+  const Case cases[] = {{3, 5, 5, 1100, 1300, true},
+                        {1, 7, 7, 2100, 2100, true},
+                        {5, 3, 3, 1000, 1001, false},
+                        {1, 1, 1, 4097, 4000, true},
+                        {3, 11, 11, 300, 1000, true}};
+  for (int64_t d : {64, 128})
+    for (const Case& c : cases) {
+      Tensor q = rnd({c.b, c.hq, c.tq, d}, 27).to(kGpu, kBFloat16),
+             k = rnd({c.b, c.hk, c.tk, d}, 28).to(kGpu, kBFloat16),
+             v = rnd({c.b, c.hk, c.tk, d}, 29).to(kGpu, kBFloat16),
+             go = rnd({c.b, c.hq, c.tq, d}, 30).to(kGpu, kBFloat16);
+      const std::string what = name(c, d, kBFloat16);
+      auto g = grads(q, k, v, go, c.causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+      gpu::flash::sm90_set_backward_enabled(false);
+      auto m = grads(q, k, v, go, c.causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
+      gpu::flash::sm90_set_backward_enabled(true);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(kiln::isfinite(cpu64(g[i])).all().item<bool>()) << what << " grad " << i;
+        EXPECT_LT(rel(g[i], m[i]), 1e-2) << what << " grad " << i;
+      }
+    }
 }
 
 }  // namespace

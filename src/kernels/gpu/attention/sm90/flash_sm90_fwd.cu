@@ -1,10 +1,12 @@
 // Hopper (sm_90a) fused-attention forward, FlashAttention-3 style: a producer warp streams Q/K/V
 // tiles by TMA into 128-byte-swizzled shared memory (mbarrier pipeline), consumer warpgroups run
 // S = Q K^T and O += P V on wgmma with the softmax of one tile overlapping the P V of the last.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <tuple>
+#include <utility>
 
 #include "backend/gpu/vendor.h"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
@@ -18,61 +20,80 @@ namespace {
 using detail::FlashParams;
 using namespace sm90;
 
-// Note [Flash sm90 forward]: a block owns kBq = 64 kConsumers query rows of one (batch, head):
-// a producer warpgroup (registers given up by setmaxnreg; one thread issues every TMA copy) and
-// kConsumers consumer warpgroups of 64 rows. The producer loads Q once, then K and V of each key
-// tile of kBk keys into stage t % kStages, each on its own "full" mbarrier (S can start before V
-// lands); K and V each have an "empty" barrier the consumer warps arrive on once their products
-// have read the buffer (K right after S_t, V after P V), so the next loads start early. Per key
+// Note [Flash sm90 forward]: a block owns kBq = 64 kConsumers query rows of one (batch, head) at a
+// time (a work tile; persistent blocks loop over several, Note [Flash sm90 forward schedule]): a
+// producer warpgroup (registers given up by setmaxnreg; one thread issues every TMA copy) and
+// kConsumers consumer warpgroups of 64 rows. Per work tile the producer loads K and V of each key
+// tile of kBk keys into the next of kStages stages (a stage counter runs on across work tiles),
+// each on its own "full" mbarrier (S can start before V lands), and the tile's Q (after its first
+// K) into one of kQBufs Q buffers; K and V each have an "empty" barrier the consumer warps arrive
+// on once their products have read the buffer (K right after S_t, V after P V), Q one they arrive
+// on after the epilogue, so the next loads (the next work tile's included) start early. Per key
 // tile t a consumer warpgroup issues S_t = Q K_t^T (wgmma m64nKk16, both operands K-major in
-// shared memory), then O += P_{t-1} V_{t-1} (m64nDk16, P from registers in the A-fragment
-// layout, V read N-major), waits for S_t alone and runs the online softmax of tile t while the
-// tensor cores finish P_{t-1} V_{t-1}; then it rescales O and packs P_t. With two consumers and
-// kPingPong they take turns issuing (named barriers 2 and 3). Shared tiles are [D / 64][rows][64
-// elements] with TMA's 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)), the layout
-// wgmma's SW128 descriptors read: K-major operands step 32 bytes per k16 inside a 64-element
-// chunk (stride between 8-row groups 1024 bytes); V (N-major) steps 16 rows = 2048 bytes per k16,
-// its 64-column chunks kBk 128 bytes apart (the leading byte offset). The output goes through the
-// warpgroup's (then unused) Q rows in shared memory and leaves as 16-byte row chunks. Causal calls
-// stop at the block's diagonal and mask only tiles that cross it; the grid runs a head's query
-// tiles together (K / V stay in L2), heaviest first. Softmax runs in the log2 domain with the scale
-// folded into the exponent (scale > 0 only). Semantics match flash_mma.cuh: causal is top-left
-// aligned (key j seen by row i iff j <= i), rows without keys give 0 and lse = -inf.
+// shared memory, or Q from registers with kQReg), then O += P_{t-1} V_{t-1} (m64nDk16, P from
+// registers in the A-fragment layout, V read N-major), waits for S_t alone and runs the online
+// softmax of tile t while the tensor cores finish P_{t-1} V_{t-1}; then it rescales O and packs
+// P_t. With two consumers and kPingPong they take turns issuing (named barriers 2 and 3). Shared
+// tiles are [D / 64][rows][64 elements] with TMA's 128-byte swizzle (16-byte chunk c of row r at
+// c ^ (r % 8)), the layout wgmma's SW128 descriptors read: K-major operands step 32 bytes per k16
+// inside a 64-element chunk (stride between 8-row groups 1024 bytes); V (N-major) steps 16 rows =
+// 2048 bytes per k16, its 64-column chunks kBk 128 bytes apart (the leading byte offset). The
+// output goes through the warpgroup's (then unused) Q rows in shared memory and leaves as 16-byte
+// row chunks. Causal calls stop at the block's diagonal and mask only tiles that cross it. Softmax
+// runs in the log2 domain with the scale folded into the exponent (scale > 0 only). Semantics
+// match flash_mma.cuh: causal is top-left aligned (key j seen by row i iff j <= i), rows without
+// keys give 0 and lse = -inf.
 //
-// Measured on an H200, causal bf16 forward TFLOP/s (bench/run_attention_bench.sh with
-// KILN_BENCH_SM90_CFGS; PyTorch 2.11 / cuDNN in the same runs 306-311 and 594-608; flash_mma
-// 225 and 273), grid (tiles, heads, batch):
-//   B16 H12 T1024 D64: 1 consumer, 3 blocks/SM, kBk 64, 3 or 4 stages 281-283; 1 consumer,
-//     2 blocks/SM, kBk 128: 260; 2 consumers ping-pong kBk 128: 235; clusters of 2 multicasting
-//     K/V halves: 150.
-//   B4 H32 T4096 D128: 2 consumers ping-pong kBk 128, 2 or 3 stages 586-591 (without ping-pong
-//     582); kBk 64: 482-488; clusters: 432.
-// With the earlier grid (heads, batch, tiles) every resident block had its own head and K/V came
-// from DRAM (ncu: 27% L2 hits, 3.8 TB/s): D128 peaked at 496, D64 at 280.
-// ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to 240 / 232 / 136.
-// Next at D64 (MUFU-bound softmax, short sequences): a persistent grid that overlaps one tile's
-// epilogue with the next one's loads, part of exp2 on the FMA pipe.
+// Measured on an H100 (session 6), causal bf16, bench/run_attention_bench.sh with
+// KILN_BENCH_SM90_CFGS (TFLOP/s; PyTorch 2.11 / cuDNN 305-309 and 586-594 in the same runs) and
+// ncu kernel times (cuDNN 83.6 us and 917 us):
+//   B16 H12 T1024 D64 (before: 1 consumer, 3 blocks/SM, non-persistent, 273-276, 94.6 us):
+//     persistent 284 (93.8 us); + kQReg 294 (91.1 us); + kLazy + descriptors made once 294-297
+//     (90.2-91.5 us); + kEarly (the default) 300 (89.7 us); balanced-tree max / sum (kTree) 291-297
+//     (91.5-91.9 us); S of tile t + 1 issued before the softmax of tile t in a second register set
+//     ("kPipeS", removed; 2 blocks/SM, 232 registers) 243-250 (108-111 us), 3 blocks/SM serialized
+//     by ptxas 260, 2 consumers 224 (115 us); 2 consumers x 2 blocks/SM (104 registers, 48 bytes
+//     spilled) 276-289; 1 consumer x 4 blocks/SM (spills) 296; 2 consumers ping-pong kBk 128, 1
+//     block/SM 228-235. ncu (persistent + kQReg): issue slots 51% busy, tensor pipe 32%, MUFU (XU)
+//     40%, L2 6.5 TB/s (55%), ~1 eligible warp per scheduler; stalls per issued instruction:
+//     wait 1.5, long scoreboard 1.0, not selected 0.8: latency-bound at 3 consumer warpgroups per
+//     SM, each ~2300 cycles per key tile (~360 instructions per thread).
+//   B4 H32 T4096 D128: 2 consumers ping-pong kBk 128, 1 block/SM: non-persistent 3 stages 575-585
+//     (945 us), persistent 2 stages 575-593 (943-956 us), + kEarly (the default) 584 (942 us),
+//     with kLazy 572-580 (959 us), kTree 582 (943 us), no ping-pong 585-587. Earlier (H200): kBk 64
+//     482-488; clusters of 2 multicasting K/V halves 432 (D64: 150).
+// ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to 240; 80 at entry (3
+// blocks/SM), consumers 136.
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
 // work; the register split follows), kPingPong (2 consumers): the consumer warpgroups take turns
-// issuing their MMAs (named barriers), so one's softmax overlaps the other's products.
+// issuing their MMAs (named barriers), so one's softmax overlaps the other's products. kPersist:
+// one wave of blocks, each looping over work tiles (Note [Flash sm90 forward schedule]), with
+// kQBufs Q buffers (2: the next tile's Q loads during this one). kQReg (head dim 64, kBk 64): Q's
+// fragments are loaded into registers once per tile, and S = Q K^T reads only K from shared memory.
+// kLazy: the running max moves only when it grows by more than 8 (log2), so most key tiles skip the
+// O rescale. kTree: row maxima / sums as balanced trees. kEarly: the next key tile's barriers are
+// tested before the softmax and waited on only when found incomplete.
 template <int kD_, int kBk_, int kStages_, int kConsumers_, int kMinBlocks_, bool kPingPong_,
-          int kCluster_ = 1>
+          bool kPersist_ = false, int kQBufs_ = 1, bool kQReg_ = false, bool kLazy_ = false,
+          bool kTree_ = false, bool kEarly_ = false>
 struct FwdCfg {
-  static constexpr int kCluster = kCluster_;
   static constexpr int kD = kD_, kBk = kBk_, kStages = kStages_, kConsumers = kConsumers_;
-  static constexpr int kMinBlocks = kMinBlocks_;
-  static constexpr bool kPingPong = kPingPong_ && kConsumers == 2;
+  static constexpr int kMinBlocks = kMinBlocks_, kQBufs = kQBufs_;
+  static constexpr bool kPingPong = kPingPong_ && kConsumers == 2, kPersist = kPersist_;
+  static constexpr bool kQReg = kQReg_ && kD == 64 && kBk == 64, kLazy = kLazy_;
+  static constexpr bool kTree = kTree_, kEarly = kEarly_;
   static constexpr int kBq = 64 * kConsumers, kThreads = 128 * (kConsumers + 1);
   static constexpr int kChunks = kD / 64;
   static constexpr int kQBytes = kBq * kD * 2;
   static constexpr int kTileBytes = kBk * kD * 2;
-  static constexpr int kK = kQBytes;                                 // K stages
+  static constexpr int kK = kQBufs * kQBytes;                        // K stages
   static constexpr int kV = kK + kStages * kTileBytes;               // V stages
   static constexpr int kBar = kV + kStages * kTileBytes;             // mbarriers
-  static constexpr int kSmem = kBar + 8 * (1 + 4 * kStages) + 1024;  // + alignment slack
+  static constexpr int kSmem = kBar + 8 * (4 + 4 * kStages) + 1024;  // + alignment slack
   static_assert(kSmem * kMinBlocks <= 232448, "shared memory");
+  static_assert(kQBufs == 1 || kQBufs == 2, "Q buffers");
   // setmaxnreg: the producer keeps 24 registers; the consumers take what the block's share (the
   // launch bound's cap, a multiple of 8) leaves, at most 240.
   static constexpr int kLaunchRegs = 65536 / (kThreads * kMinBlocks) / 8 * 8;
@@ -80,6 +101,58 @@ struct FwdCfg {
   static constexpr int kSpare = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kConsumers);
   static constexpr int kConsumerRegs = kSpare / 8 * 8 > 240 ? 240 : kSpare / 8 * 8;
 };
+
+// Note [Flash sm90 forward schedule]: the work tiles (query tile, batch x head) are numbered in
+// groups of kHg (batch, head) pairs, about one resident wave's worth of tiles, so the blocks
+// running at once share a few heads' K / V in L2; inside a group the heaviest query tiles (causal:
+// the last) come first. Block k of a grid of G takes tiles k, 2G - 1 - k, 2G + k, ... (a snake
+// over rounds of G: heavy and light tiles alternate, so persistent blocks end together); a
+// non-persistent grid has one tile per block (G = the tile count).
+struct FwdSched {
+  int nq;     // query tiles per (batch, head)
+  int nbh;    // batch x heads
+  int hg;     // (batch, head) pairs per group
+  int items;  // nq * nbh
+};
+// The query tile and (batch, head) pair of work tile w.
+__device__ inline void fwd_decode(const FwdSched& sc, int w, int& qt, int& bh) {
+  const int per = sc.hg * sc.nq, gi = w / per, g0 = gi * sc.hg;
+  const int gs = min(sc.hg, sc.nbh - g0), in = w - gi * per;
+  qt = sc.nq - 1 - in / gs;
+  bh = g0 + in % gs;
+}
+// Round r's work tile of this block (>= sc.items: none, nor in any later round).
+__device__ inline int fwd_item(int r) {
+  const int g = static_cast<int>(gridDim.x), k = static_cast<int>(blockIdx.x);
+  return r * g + ((r & 1) ? g - 1 - k : k);
+}
+
+// A K / V stage and the parity of its barriers' current phase, advanced tile by tile.
+template <int kStages>
+struct StageSlot {
+  int s;
+  uint32_t ph;
+  __device__ void next() {
+    if (++s == kStages) {
+      s = 0;
+      ph ^= 1u;
+    }
+  }
+};
+
+// The maximum (kSum: sum) of row kE's values in n-blocks [kLo, kLo + kCnt) of an S fragment (the
+// wgmma accumulator layout: s[4 n + 2 kE], s[4 n + 2 kE + 1]), as a balanced tree.
+template <bool kSum, int kLo, int kCnt, int kE, int kN>
+__device__ inline float row_tree(const float (&s)[kN]) {
+  if constexpr (kCnt == 1) {
+    return kSum ? s[4 * kLo + 2 * kE] + s[4 * kLo + 2 * kE + 1]
+                : fmaxf(s[4 * kLo + 2 * kE], s[4 * kLo + 2 * kE + 1]);
+  } else {
+    const float a = row_tree<kSum, kLo, kCnt / 2, kE>(s);
+    const float b = row_tree<kSum, kLo + kCnt / 2, kCnt / 2, kE>(s);
+    return kSum ? a + b : fmaxf(a, b);
+  }
+}
 
 template <bool kBf16, int kN>
 __device__ inline void wgmma_s(float (&s)[kN / 2], uint64_t da, uint64_t db, int acc) {
@@ -99,91 +172,81 @@ __device__ inline void wgmma_pv(float (&o)[kD / 2], const uint32_t (&a)[4], uint
 template <bool kBf16, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     sm90_fwd_kernel(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
-                    const __grid_constant__ CUtensorMap mv, const FlashParams p) {
+                    const __grid_constant__ CUtensorMap mv, const FlashParams p,
+                    const FwdSched sc) {
   constexpr int kD = C::kD, kBk = C::kBk, kStages = C::kStages, kChunks = C::kChunks;
   constexpr int kBq = C::kBq;
+  using Slot = StageSlot<kStages>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-  const uint32_t sq = base, bar = base + C::kBar;
-  const uint32_t q_full = bar;
-  auto k_full = [&](int s) { return bar + 8 + 8 * s; };
-  auto v_full = [&](int s) { return bar + 8 + 8 * (kStages + s); };
-  auto k_empty = [&](int s) { return bar + 8 + 8 * (2 * kStages + s); };
-  auto v_empty = [&](int s) { return bar + 8 + 8 * (3 * kStages + s); };
+  const uint32_t bar = base + C::kBar;
+  auto q_buf = [&](int qb) { return base + qb * C::kQBytes; };
+  auto q_full = [&](int qb) { return bar + 8 * qb; };
+  auto q_empty = [&](int qb) { return bar + 16 + 8 * qb; };
+  auto k_full = [&](int s) { return bar + 32 + 8 * s; };
+  auto v_full = [&](int s) { return bar + 32 + 8 * (kStages + s); };
+  auto k_empty = [&](int s) { return bar + 32 + 8 * (2 * kStages + s); };
+  auto v_empty = [&](int s) { return bar + 32 + 8 * (3 * kStages + s); };
   auto k_buf = [&](int s) { return base + C::kK + s * C::kTileBytes; };
   auto v_buf = [&](int s) { return base + C::kV + s * C::kTileBytes; };
 
-  const int h = blockIdx.y, b = blockIdx.z;
   const int64_t lq = p.tq, lk = p.tk;
-  const int i0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kBq;
-  const int hk = h / (p.hq / p.hk);
-  // Key tiles of the query tile of grid index z (0 for padding blocks of a cluster grid).
-  auto tiles_of = [&](int z) {
-    const int64_t iz = static_cast<int64_t>(gridDim.x - 1 - z) * kBq;
-    if (iz >= lq) return 0;
+  const int hpk = p.hq / p.hk;
+  // Key tiles of the query tile starting at row i0.
+  auto tiles_of = [&](int64_t i0) {
     int64_t kend = lk;
-    if (p.causal && iz + kBq < kend) kend = iz + kBq;
+    if (p.causal && i0 + kBq < kend) kend = i0 + kBq;
     return static_cast<int>((kend + kBk - 1) / kBk);
   };
-  const int ntiles = tiles_of(blockIdx.x);
-  // Clusters of 2 (adjacent query tiles of one head): tiles both blocks need (the first ncommon)
-  // come in two halves, one multicast by each block's producer into both blocks; the stage is
-  // reused once the consumers of both blocks have released it (they arrive on both blocks' empty
-  // barriers; tiles one block needs alone count its own arrivals twice).
-  const int rank = C::kCluster == 2 ? static_cast<int>(cluster_rank()) : 0;
-  const int ncommon = C::kCluster == 2 ? min(ntiles, tiles_of(blockIdx.x ^ 1)) : 0;
   const int warp = threadIdx.x / kWarpThreads, lane = threadIdx.x % kWarpThreads;
 
   if (threadIdx.x == 0) {
-    mbar_init(q_full, 1);
+    for (int qb = 0; qb < C::kQBufs; ++qb) {
+      mbar_init(q_full(qb), 1);
+      mbar_init(q_empty(qb), 4 * C::kConsumers);
+    }
     for (int s = 0; s < kStages; ++s) {
       mbar_init(k_full(s), 1);
       mbar_init(v_full(s), 1);
-      // one arrival per consumer warp (of both blocks of a cluster)
-      mbar_init(k_empty(s), 4 * C::kConsumers * C::kCluster);
-      mbar_init(v_empty(s), 4 * C::kConsumers * C::kCluster);
+      mbar_init(k_empty(s), 4 * C::kConsumers);  // one arrival per consumer warp
+      mbar_init(v_empty(s), 4 * C::kConsumers);
     }
     mbar_init_fence();
   }
-  if constexpr (C::kCluster == 2)
-    cluster_sync();  // the partner's barriers exist before any multicast or remote arrival
-  else
-    __syncthreads();
+  __syncthreads();
 
   if (warp < 4) {  // producer warpgroup
     regs_dealloc<C::kProducerRegs>();
-    if (warp == 0 && lane == 0 && ntiles > 0) {
+    if (warp == 0 && lane == 0) {
       tma_prefetch_map(&mq);
       tma_prefetch_map(&mk);
       tma_prefetch_map(&mv);
-      mbar_arrive_expect_tx(q_full, C::kQBytes);
-      for (int c = 0; c < kChunks; ++c)
-        tma_load_4d(sq + c * kBq * 128, &mq, q_full, c * 64, i0, h, b);
-      // One K or V tile into buffer dst: whole (kCluster 1), or two halves of kBk / 2 rows.
-      auto load_kv = [&](uint32_t dst, const CUtensorMap* map, uint32_t full, int t) {
-        if constexpr (C::kCluster == 1) {
+      int it = 0;  // key tiles loaded so far (all work tiles): stage it % kStages
+      for (int r = 0;; ++r) {
+        const int w = fwd_item(r);
+        if (w >= sc.items) break;
+        int qt, bh;
+        fwd_decode(sc, w, qt, bh);
+        const int h = bh % p.hq, b = bh / p.hq, hk = h / hpk, i0 = qt * kBq;
+        const int nt = tiles_of(i0);
+        for (int t = 0; t < nt; ++t, ++it) {
+          const int s = it % kStages, u = it / kStages;
+          if (it >= kStages) mbar_wait(k_empty(s), (u - 1) & 1);
+          mbar_arrive_expect_tx(k_full(s), C::kTileBytes);
           for (int c = 0; c < kChunks; ++c)
-            tma_load_4d(dst + c * kBk * 128, map, full, c * 64, t * kBk, hk, b);
-        } else {
-          constexpr int kHalf = kBk / 2;
+            tma_load_4d(k_buf(s) + c * kBk * 128, &mk, k_full(s), c * 64, t * kBk, hk, b);
+          if (t == 0) {  // Q after the first K (a single Q buffer waits for the last epilogue)
+            const int qb = r % C::kQBufs, qu = r / C::kQBufs;
+            if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
+            mbar_arrive_expect_tx(q_full(qb), C::kQBytes);
+            for (int c = 0; c < kChunks; ++c)
+              tma_load_4d(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, i0, h, b);
+          }
+          if (it >= kStages) mbar_wait(v_empty(s), (u - 1) & 1);
+          mbar_arrive_expect_tx(v_full(s), C::kTileBytes);
           for (int c = 0; c < kChunks; ++c)
-            for (int hf = 0; hf < 2; ++hf) {
-              const uint32_t d = dst + c * kBk * 128 + hf * kHalf * 128;
-              if (t >= ncommon)
-                tma_load_4d(d, map, full, c * 64, t * kBk + hf * kHalf, hk, b);
-              else if (hf == rank)
-                tma_load_4d_multicast(d, map, full, c * 64, t * kBk + hf * kHalf, hk, b, 3);
-            }
+            tma_load_4d(v_buf(s) + c * kBk * 128, &mv, v_full(s), c * 64, t * kBk, hk, b);
         }
-      };
-      for (int t = 0; t < ntiles; ++t) {
-        const int s = t % kStages, u = t / kStages;
-        if (t >= kStages) mbar_wait(k_empty(s), (u - 1) & 1);
-        mbar_arrive_expect_tx(k_full(s), C::kTileBytes);
-        load_kv(k_buf(s), &mk, k_full(s), t);
-        if (t >= kStages) mbar_wait(v_empty(s), (u - 1) & 1);
-        mbar_arrive_expect_tx(v_full(s), C::kTileBytes);
-        load_kv(v_buf(s), &mv, v_full(s), t);
       }
     }
   } else {
@@ -191,42 +254,54 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
     const int cw = warp / 4 - 1, wi = warp % 4;
     const int g = lane >> 2, tq4 = lane & 3;
-    const int row0 = i0 + cw * 64 + wi * 16 + g;  // this thread's rows: row0, row0 + 8
-    const int wg_row = i0 + cw * 64;              // the warpgroup's first row
     constexpr float kLog2e = 1.4426950408889634f;
     const float sl2 = p.scale * kLog2e;
+    const bool staged = (reinterpret_cast<uintptr_t>(p.o) & 15) == 0 && (p.o_sr & 7) == 0 &&
+                        (p.o_sh & 7) == 0 && (p.o_sb & 7) == 0;
 
+    // Per work tile: its first row, this thread's rows (row0, row0 + 8), the warpgroup's first row,
+    // the warpgroup's Q rows in shared memory, the index of its first key tile among all loaded.
+    int i0 = 0, row0 = 0, wg_row = 0;
+    Slot cur{0, 0};  // the stage and phase of the next key tile (counted over all work tiles)
+    uint32_t q_wg = 0;
     float o[kD / 2];
-#pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
     float s[kBk / 2];
 #pragma unroll
     for (int i = 0; i < kBk / 2; ++i) s[i] = 0.0f;
     uint32_t pa[kBk / 16][4];
-    float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.0f, 0.0f};
+    uint32_t qa[C::kQReg ? kD / 16 : 1][4];
+    float m[2], l[2];
 
-    const uint32_t q_wg = sq + cw * 64 * 128;
-    auto issue_s = [&](int t) {
-      const uint32_t kb = k_buf(t % kStages);
+    // Descriptors are linear in the address (bits 0-13: address / 16), so the stage and k16
+    // offsets are added to ones made once (with a stage counter in place of divisions).
+    const uint64_t k_desc0 = make_desc_sw128(k_buf(0), 16, 1024);
+    const uint64_t v_desc0 = make_desc_sw128(v_buf(0), kBk * 128, 1024);
+    uint64_t q_desc = 0;
+    auto issue_s = [&](const Slot& sl, float(&sx)[kBk / 2]) {
+      const uint64_t kd = k_desc0 + static_cast<uint64_t>(sl.s * (C::kTileBytes >> 4));
 #pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) {
-        const uint32_t off = (kk % 4) * 32;  // k16 step inside a 64-element chunk
-        const uint64_t da = make_desc_sw128(q_wg + (kk / 4) * kBq * 128 + off, 16, 1024);
-        const uint64_t db = make_desc_sw128(kb + (kk / 4) * kBk * 128 + off, 16, 1024);
-        wgmma_s<kBf16, kBk>(s, da, db, kk > 0 ? 1 : 0);
+        const uint32_t off = ((kk / 4) * kBk * 128 + (kk % 4) * 32) >> 4;  // k16 step
+        if constexpr (C::kQReg) {
+          wgmma_rs_n64_kb<kBf16>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
+        } else {
+          const uint32_t qoff = ((kk / 4) * kBq * 128 + (kk % 4) * 32) >> 4;
+          wgmma_s<kBf16, kBk>(sx, q_desc + qoff, kd + off, kk > 0 ? 1 : 0);
+        }
       }
       wgmma_commit();
     };
-    auto issue_pv = [&](int t) {
-      const uint32_t vb = v_buf(t % kStages);
+    auto issue_pv = [&](const Slot& sl) {
+      const uint64_t vd = v_desc0 + static_cast<uint64_t>(sl.s * (C::kTileBytes >> 4));
 #pragma unroll
-      for (int kk = 0; kk < kBk / 16; ++kk)
-        wgmma_pv<kBf16, kD>(o, pa[kk], make_desc_sw128(vb + kk * 2048, kBk * 128, 1024));
+      for (int kk = 0; kk < kBk / 16; ++kk) wgmma_pv<kBf16, kD>(o, pa[kk], vd + kk * (2048 >> 4));
       wgmma_commit();
     };
+    auto wait_k = [&](const Slot& sl) { mbar_wait(k_full(sl.s), sl.ph); };
+    auto wait_v = [&](const Slot& sl) { mbar_wait(v_full(sl.s), sl.ph); };
     // Masks (when tile t crosses the key end or the causal diagonal) and exponentiates s in place
     // against the updated running max; returns the factors that rescale the old O rows.
-    auto softmax = [&](int t, float(&al)[2]) {
+    auto softmax = [&](float(&s)[kBk / 2], int t, float(&al)[2]) {
       const int j0 = t * kBk;
       if (j0 + kBk > lk || (p.causal && j0 + kBk - 1 > wg_row)) {
         const int klim = lk - j0 < kBk ? static_cast<int>(lk - j0) : kBk;
@@ -239,29 +314,65 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
             if (jl >= klim || (p.causal && jl > il)) s[4 * n + r] = neg_inf();
           }
       }
+      if constexpr (C::kTree) {
+        // Both rows at once, maxima and sums as trees (short dependency chains).
+        float mx[2] = {row_tree<false, 0, kBk / 8, 0>(s), row_tree<false, 0, kBk / 8, 1>(s)};
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float mx = neg_inf();
+        for (int e = 0; e < 2; ++e) mx[e] = fmaxf(mx[e], warp_shfl_xor(mx[e], 1));
+#pragma unroll
+        for (int e = 0; e < 2; ++e) mx[e] = fmaxf(mx[e], warp_shfl_xor(mx[e], 2));
+        float mu[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float mn = fmaxf(m[e], mx[e] * sl2);
+          bool keep = false;
+          if constexpr (C::kLazy) {
+            keep = !(mn > m[e] + 8.0f);
+            if (keep) mn = m[e];
+          }
+          mu[e] = mn == neg_inf() ? 0.0f : mn;
+          al[e] = keep ? 1.0f : exp2_approx(m[e] - mu[e]);
+          m[e] = mn;
+        }
 #pragma unroll
         for (int n = 0; n < kBk / 8; ++n)
-          mx = fmaxf(mx, fmaxf(s[4 * n + 2 * e], s[4 * n + 2 * e + 1]));
-        mx = fmaxf(mx, warp_shfl_xor(mx, 1));
-        mx = fmaxf(mx, warp_shfl_xor(mx, 2));
-        mx = fmaxf(m[e], mx * sl2);
-        const float mu = mx == neg_inf() ? 0.0f : mx;
-        al[e] = exp2_approx(m[e] - mu);
-        m[e] = mx;
-        float rs = 0.0f;
 #pragma unroll
-        for (int n = 0; n < kBk / 8; ++n) {
-          s[4 * n + 2 * e] = exp2_approx(fmaf(s[4 * n + 2 * e], sl2, -mu));
-          s[4 * n + 2 * e + 1] = exp2_approx(fmaf(s[4 * n + 2 * e + 1], sl2, -mu));
-          rs += s[4 * n + 2 * e] + s[4 * n + 2 * e + 1];
+          for (int r = 0; r < 4; ++r)
+            s[4 * n + r] = exp2_approx(fmaf(s[4 * n + r], sl2, -mu[r >> 1]));
+        l[0] = l[0] * al[0] + row_tree<true, 0, kBk / 8, 0>(s);
+        l[1] = l[1] * al[1] + row_tree<true, 0, kBk / 8, 1>(s);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float mx = neg_inf();
+#pragma unroll
+          for (int n = 0; n < kBk / 8; ++n)
+            mx = fmaxf(mx, fmaxf(s[4 * n + 2 * e], s[4 * n + 2 * e + 1]));
+          mx = fmaxf(mx, warp_shfl_xor(mx, 1));
+          mx = fmaxf(mx, warp_shfl_xor(mx, 2));
+          mx = fmaxf(m[e], mx * sl2);
+          // kLazy: the running max moves only when it grows by more than 8 (log2 units), so most
+          // tiles leave O alone (al = 1); P stays <= 256 and O / l use the same max (exact).
+          bool keep = false;
+          if constexpr (C::kLazy) {
+            keep = !(mx > m[e] + 8.0f);
+            if (keep) mx = m[e];
+          }
+          const float mu = mx == neg_inf() ? 0.0f : mx;
+          al[e] = keep ? 1.0f : exp2_approx(m[e] - mu);
+          m[e] = mx;
+          float rs = 0.0f;
+#pragma unroll
+          for (int n = 0; n < kBk / 8; ++n) {
+            s[4 * n + 2 * e] = exp2_approx(fmaf(s[4 * n + 2 * e], sl2, -mu));
+            s[4 * n + 2 * e + 1] = exp2_approx(fmaf(s[4 * n + 2 * e + 1], sl2, -mu));
+            rs += s[4 * n + 2 * e] + s[4 * n + 2 * e + 1];
+          }
+          l[e] = l[e] * al[e] + rs;
         }
-        l[e] = l[e] * al[e] + rs;
       }
     };
-    auto pack_p = [&]() {
+    auto pack_p = [&](const float(&s)[kBk / 2]) {
 #pragma unroll
       for (int kk = 0; kk < kBk / 16; ++kk) {
         pa[kk][0] = pack2<kBf16>(s[8 * kk + 0], s[8 * kk + 1]);
@@ -270,7 +381,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         pa[kk][3] = pack2<kBf16>(s[8 * kk + 6], s[8 * kk + 7]);
       }
     };
-    auto fence_s = [&]() {
+    auto fence_s = [&](float(&s)[kBk / 2]) {
 #pragma unroll
       for (int i = 0; i < kBk / 2; ++i) reg_fence(s[i]);
     };
@@ -282,23 +393,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 #pragma unroll
         for (int r = 0; r < 4; ++r) reg_fence(pa[kk][r]);
     };
-    auto release = [&](uint32_t empty_bar, int t) {
+    auto release = [&](uint32_t empty_bar) {
       __syncwarp();
-      if (lane == 0) {
-        if constexpr (C::kCluster == 2) {
-          if (t < ncommon) {
-            mbar_arrive(empty_bar);
-            mbar_arrive_cluster(empty_bar, rank ^ 1);
-          } else {
-            mbar_arrive_n(empty_bar, 2);
-          }
-        } else {
-          mbar_arrive(empty_bar);
-        }
-      }
+      if (lane == 0) mbar_arrive(empty_bar);
     };
     // Ping-pong: warpgroup cw issues its MMAs after bar.sync on barrier 2 + cw, which the other
-    // warpgroup arrives on once it has issued its own (warpgroup 0 goes first).
+    // warpgroup arrives on once it has issued its own (warpgroup 0 goes first). Both warpgroups
+    // issue equally often per work tile, so the turns run on across tiles.
     auto turn_wait = [&]() {
       if constexpr (C::kPingPong) cw == 0 ? named_sync<2, 256>() : named_sync<3, 256>();
     };
@@ -306,112 +407,161 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       if constexpr (C::kPingPong) cw == 0 ? named_arrive<3, 256>() : named_arrive<2, 256>();
     };
 
-    if (ntiles > 0) {
-      if (cw == 1) turn_pass();
-      mbar_wait(q_full, 0);
-      mbar_wait(k_full(0), 0);
+    if (cw == 1) turn_pass();
+    for (int r = 0;; ++r) {
+      const int w = fwd_item(r);
+      if (w >= sc.items) break;
+      int qt, bh;
+      fwd_decode(sc, w, qt, bh);
+      const int h = bh % p.hq, b = bh / p.hq;
+      i0 = qt * kBq;
+      row0 = i0 + cw * 64 + wi * 16 + g;
+      wg_row = i0 + cw * 64;
+      const int ntiles = tiles_of(i0);
+      const int qb = r % C::kQBufs;
+      q_wg = q_buf(qb) + cw * 64 * 128;
+      q_desc = make_desc_sw128(q_wg, 16, 1024);
+#pragma unroll
+      for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+      m[0] = m[1] = neg_inf();
+      l[0] = l[1] = 0.0f;
+
+      mbar_wait(q_full(qb), (r / C::kQBufs) & 1);
+      if constexpr (C::kQReg) {
+        // Rows wi * 16 + (j % 2) * 8 + lane % 8 and 8-element chunk 2 kk + j / 2 for matrix
+        // j = lane / 8: the A fragments of k16 step kk.
+        const int rr = wi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+#pragma unroll
+        for (int kk = 0; kk < kD / 16; ++kk) {
+          const int ch = 2 * kk + (lane >> 4);
+          ldsm_x4(q_wg + rr * 128 + ((ch ^ (rr & 7)) * 16), qa[kk]);
+        }
+      }
+      Slot prev = cur;  // tile t - 1
+      float al[2] = {1.0f, 1.0f};
+      auto rescale_o = [&]() {
+        // kLazy: most tiles keep the max; the warp skips the rescale when all its rows do.
+        if (!C::kLazy || __any_sync(0xffffffffu, al[0] != 1.0f || al[1] != 1.0f)) {
+#pragma unroll
+          for (int n = 0; n < kD / 8; ++n) {
+            o[4 * n + 0] *= al[0];
+            o[4 * n + 1] *= al[0];
+            o[4 * n + 2] *= al[1];
+            o[4 * n + 3] *= al[1];
+          }
+        }
+      };
+      // kEarly: the next iteration's K / V barriers are tested (not waited on) before the softmax,
+      // so the test's latency overlaps it; a barrier found incomplete is waited on as before.
+      bool rk = false, rv = false;  // K of tile cur / V of tile prev known to have landed
+      auto test_next = [&]() {
+        if constexpr (C::kEarly) {
+          Slot nk = cur;
+          nk.next();
+          rk = mbar_test(k_full(nk.s), nk.ph);
+          rv = mbar_test(v_full(cur.s), cur.ph);
+        }
+      };
+      wait_k(cur);
       turn_wait();
       wgmma_fence();
-      issue_s(0);
+      issue_s(cur, s);
       turn_pass();
       wgmma_wait<0>();
-      fence_s();
-      release(k_empty(0), 0);
-      float al[2];
-      softmax(0, al);
-      pack_p();
+      fence_s(s);
+      release(k_empty(cur.s));
+      test_next();
+      softmax(s, 0, al);
+      pack_p(s);
+      cur.next();
       for (int t = 1; t < ntiles; ++t) {
-        mbar_wait(k_full(t % kStages), (t / kStages) & 1);
-        mbar_wait(v_full((t - 1) % kStages), ((t - 1) / kStages) & 1);
+        if (!rk) wait_k(cur);
+        if (!rv) wait_v(prev);
         turn_wait();
         wgmma_fence();
-        issue_s(t);
-        issue_pv(t - 1);
+        issue_s(cur, s);
+        issue_pv(prev);
         turn_pass();
         wgmma_wait<1>();  // S_t has landed; P_{t-1} V_{t-1} may still run
-        fence_s();
-        release(k_empty(t % kStages), t);
-        softmax(t, al);
+        fence_s(s);
+        release(k_empty(cur.s));
+        test_next();
+        softmax(s, t, al);
         wgmma_wait<0>();
         fence_o_pa();
-        release(v_empty((t - 1) % kStages), t - 1);
-#pragma unroll
-        for (int n = 0; n < kD / 8; ++n) {
-          o[4 * n + 0] *= al[0];
-          o[4 * n + 1] *= al[0];
-          o[4 * n + 2] *= al[1];
-          o[4 * n + 3] *= al[1];
-        }
-        pack_p();
+        release(v_empty(prev.s));
+        rescale_o();
+        pack_p(s);
+        prev = cur;
+        cur.next();
       }
-      mbar_wait(v_full((ntiles - 1) % kStages), ((ntiles - 1) / kStages) & 1);
+      if (!rv) wait_v(prev);
       turn_wait();
       wgmma_fence();
-      issue_pv(ntiles - 1);
+      issue_pv(prev);
       turn_pass();
       wgmma_wait<0>();
       fence_o_pa();
-      release(v_empty((ntiles - 1) % kStages), ntiles - 1);
-      if (cw == 0) turn_wait();  // the other warpgroup's last arrival
-    }
+      release(v_empty(prev.s));
 
-    // Row sums across the quad, then out = o / l and lse = (m + log2 l) ln 2. With 16-byte aligned
-    // rows the warpgroup stages its 64 output rows in its (no longer read) rows of the Q buffer,
-    // same swizzle, and stores them as 16-byte row chunks; else column pairs go straight out.
-    uint16_t* out = static_cast<uint16_t*>(p.o) + p.o_row0(b) + h * p.o_sh;
-    float* lse = static_cast<float*>(p.lse) + p.lse_row0(b, h);
-    const bool staged = (reinterpret_cast<uintptr_t>(p.o) & 15) == 0 && (p.o_sr & 7) == 0 &&
-                        (p.o_sh & 7) == 0 && (p.o_sb & 7) == 0;
+      // Row sums across the quad, then out = o / l and lse = (m + log2 l) ln 2. With 16-byte
+      // aligned rows the warpgroup stages its 64 output rows in its (no longer read) rows of the Q
+      // buffer, same swizzle, and stores them as 16-byte row chunks; else column pairs go straight
+      // out. The Q buffer is released once every warp has read its rows back.
+      uint16_t* out = static_cast<uint16_t*>(p.o) + p.o_row0(b) + h * p.o_sh;
+      float* lse = static_cast<float*>(p.lse) + p.lse_row0(b, h);
+      const uint32_t sq = q_buf(qb);
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      float ll = l[e];
-      ll += warp_shfl_xor(ll, 1);
-      ll += warp_shfl_xor(ll, 2);
-      const int row = row0 + 8 * e;
-      const float inv = ll > 0.0f ? 1.0f / ll : 0.0f;
-      if (staged) {
-        const int rb = row - i0;  // row in the block; rb % 8 == g
+      for (int e = 0; e < 2; ++e) {
+        float ll = l[e];
+        ll += warp_shfl_xor(ll, 1);
+        ll += warp_shfl_xor(ll, 2);
+        const int row = row0 + 8 * e;
+        const float inv = ll > 0.0f ? 1.0f / ll : 0.0f;
+        if (staged) {
+          const int rb = row - i0;  // row in the block; rb % 8 == g
 #pragma unroll
-        for (int n = 0; n < kD / 8; ++n) {
-          const uint32_t a = sq + (n / 8) * kBq * 128 + rb * 128 + (((n % 8) ^ g) * 16) + tq4 * 4;
-          const uint32_t v = pack2<kBf16>(o[4 * n + 2 * e] * inv, o[4 * n + 2 * e + 1] * inv);
-          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
+          for (int n = 0; n < kD / 8; ++n) {
+            const uint32_t a = sq + (n / 8) * kBq * 128 + rb * 128 + (((n % 8) ^ g) * 16) + tq4 * 4;
+            const uint32_t v = pack2<kBf16>(o[4 * n + 2 * e] * inv, o[4 * n + 2 * e + 1] * inv);
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
+          }
+        } else if (row < lq) {
+          uint16_t* orow = out + row * p.o_sr;
+#pragma unroll
+          for (int n = 0; n < kD / 8; ++n)
+            *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tq4) =
+                pack2<kBf16>(o[4 * n + 2 * e] * inv, o[4 * n + 2 * e + 1] * inv);
         }
-      } else if (row < lq) {
-        uint16_t* orow = out + row * p.o_sr;
-#pragma unroll
-        for (int n = 0; n < kD / 8; ++n)
-          *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tq4) =
-              pack2<kBf16>(o[4 * n + 2 * e] * inv, o[4 * n + 2 * e + 1] * inv);
+        if (tq4 == 0 && row < lq)
+          lse[row] = ll > 0.0f ? (m[e] + log2f(ll)) * 0.6931471805599453f : neg_inf();
       }
-      if (tq4 == 0 && row < lq)
-        lse[row] = ll > 0.0f ? (m[e] + log2f(ll)) * 0.6931471805599453f : neg_inf();
-    }
-    if (staged) {
-      if (cw == 0)
-        named_sync<4, 128>();
-      else
-        named_sync<5, 128>();
-      constexpr int kRowChunks = kD / 8;
-      const int tw = threadIdx.x % 128;
+      if (staged) {
+        if (cw == 0)
+          named_sync<4, 128>();
+        else
+          named_sync<5, 128>();
+        constexpr int kRowChunks = kD / 8;
+        const int tw = threadIdx.x % 128;
 #pragma unroll
-      for (int it = 0; it < 64 * kRowChunks / 128; ++it) {
-        const int idx = it * 128 + tw, r = idx / kRowChunks, c16 = idx % kRowChunks;
-        const int row = wg_row + r;
-        const uint32_t a =
-            sq + (c16 / 8) * kBq * 128 + (cw * 64 + r) * 128 + (((c16 % 8) ^ (r % 8)) * 16);
-        uint4 v;
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "r"(a)
-                     : "memory");
-        if (row < lq) *reinterpret_cast<uint4*>(out + row * p.o_sr + c16 * 8) = v;
+        for (int it = 0; it < 64 * kRowChunks / 128; ++it) {
+          const int idx = it * 128 + tw, rr = idx / kRowChunks, c16 = idx % kRowChunks;
+          const int row = wg_row + rr;
+          const uint32_t a =
+              sq + (c16 / 8) * kBq * 128 + (cw * 64 + rr) * 128 + (((c16 % 8) ^ (rr % 8)) * 16);
+          uint4 v;
+          asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                       : "r"(a)
+                       : "memory");
+          if (row < lq) *reinterpret_cast<uint4*>(out + row * p.o_sr + c16 * 8) = v;
+        }
       }
+      fence_proxy_async();  // these generic accesses before the next TMA write of the buffer
+      release(q_empty(qb));
     }
-  }  // consumers
-  // A block of a cluster stays until its partner no longer multicasts into it or arrives on its
-  // barriers.
-  if constexpr (C::kCluster == 2) cluster_sync();
+    if (cw == 0) turn_wait();  // the other warpgroup's last arrival
+  }                            // consumers
 }
 
 // ---- host side ----
@@ -421,30 +571,59 @@ std::atomic<bool> g_enabled{[] {
   return !(e && e[0] == '0' && e[1] == 0);
 }()};
 
-// Kernel shapes (KILN_FLASH_SM90_CFG=0..3 picks one for tuning runs; default kDefaultCfg*),
-// measured in Note [Flash sm90 forward]. Index 2 of each is the cluster (multicast) variant.
-// Defaults: D64 <64, 64, 3, 1, 3> (283), D128 <128, 128, 3, 2, 1, ping-pong> (586-591).
-using D64Cfgs = std::tuple<FwdCfg<64, 64, 4, 1, 3, false>, FwdCfg<64, 128, 3, 2, 1, true>,
-                           FwdCfg<64, 64, 3, 1, 3, false, 2>, FwdCfg<64, 64, 3, 1, 3, false>>;
-using D128Cfgs = std::tuple<FwdCfg<128, 128, 2, 2, 1, true>, FwdCfg<128, 128, 3, 2, 1, true>,
-                            FwdCfg<128, 128, 3, 2, 1, true, 2>, FwdCfg<128, 128, 3, 2, 1, false>>;
-constexpr int kDefaultCfgD64 = 3, kDefaultCfgD128 = 1;
+// Kernel shapes (KILN_FLASH_SM90_CFG=0..9 or sm90_set_forward_cfg picks one for tuning runs and
+// tests; default kDefaultCfg*), measured in Note [Flash sm90 forward]: FwdCfg<kD, kBk, kStages,
+// kConsumers, kMinBlocks, kPingPong, kPersist, kQBufs, kQReg, kLazy, kTree, kEarly>. Defaults:
+// D64 index 0 (1 consumer, 3 blocks/SM, persistent, Q in registers, lazy rescale, early barrier
+// tests), D128 index 3 (2 consumers ping-pong, persistent, 2 stages, early barrier tests); index
+// 1 of each is the non-persistent shape of the earlier sessions.
+using D64Cfgs = std::tuple<FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, false, true>,
+                           FwdCfg<64, 64, 3, 1, 3, false>,
+                           FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true>,
+                           FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, false, true>,
+                           FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true>>;
+using D128Cfgs = std::tuple<FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, true>,
+                            FwdCfg<128, 128, 3, 2, 1, true>,
+                            FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, true, true>,
+                            FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, false, true>,
+                            FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true>,
+                            FwdCfg<128, 128, 2, 2, 1, true, true, 2>>;
+constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 3;
 
-int forced_cfg() {
-  static const int c = [] {
-    const char* e = std::getenv("KILN_FLASH_SM90_CFG");
-    return e && e[0] >= '0' && e[0] <= '3' && e[1] == 0 ? e[0] - '0' : -1;
-  }();
-  return c;
+std::atomic<int> g_cfg{[] {
+  const char* e = std::getenv("KILN_FLASH_SM90_CFG");
+  return e && e[0] >= '0' && e[0] <= '9' && e[1] == 0 ? e[0] - '0' : -1;
+}()};
+
+// Blocks of one kernel shape resident on one SM of `device` times its SM count (cached).
+template <class C>
+int resident_blocks(const void* kernel, int device) {
+  static std::atomic<int> per_sm{0};
+  int n = per_sm.load(std::memory_order_relaxed);
+  if (n == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, C::kThreads, C::kSmem) !=
+            cudaSuccess ||
+        n < 1)
+      n = 1;
+    per_sm.store(n, std::memory_order_relaxed);
+  }
+  static std::atomic<int> sms[64];
+  const int di = device >= 0 && device < 64 ? device : 0;
+  int m = sms[di].load(std::memory_order_relaxed);
+  if (m == 0) {
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || m < 1)
+      m = 1;
+    sms[di].store(m, std::memory_order_relaxed);
+  }
+  return n * m;
 }
 
 template <bool kBf16, class C>
-bool launch(const FlashParams& p, cudaStream_t stream) {
-  constexpr int kBoxK = C::kBk / C::kCluster;  // clusters load K / V in halves
+bool launch(const FlashParams& p, int device, cudaStream_t stream) {
   CUtensorMap mq, mk, mv;
   if (!make_map(&mq, p.q, kBf16, p.d, p.tq, p.hq, p.b, p.q_sr, p.q_sh, p.q_sb, C::kBq) ||
-      !make_map(&mk, p.k, kBf16, p.d, p.tk, p.hk, p.b, p.k_sr, p.k_sh, p.k_sb, kBoxK) ||
-      !make_map(&mv, p.v, kBf16, p.d, p.tk, p.hk, p.b, p.v_sr, p.v_sh, p.v_sb, kBoxK))
+      !make_map(&mk, p.k, kBf16, p.d, p.tk, p.hk, p.b, p.k_sr, p.k_sh, p.k_sb, C::kBk) ||
+      !make_map(&mv, p.v, kBf16, p.d, p.tk, p.hk, p.b, p.v_sr, p.v_sh, p.v_sb, C::kBk))
     return false;
   const auto kernel = &sm90_fwd_kernel<kBf16, C>;
   static const bool attr = [&] {
@@ -453,45 +632,33 @@ bool launch(const FlashParams& p, cudaStream_t stream) {
                                 C::kSmem) == cudaSuccess;
   }();
   if (!attr) return false;
-  // Grid (query tiles, heads, batch): the blocks resident at once share a few heads' K / V in L2
-  // (heads first put every resident block on its own head: K / V came from DRAM, 27% L2 hits at
-  // B4 H32 T4096 D128); each head's heaviest (causal: last) tiles start first.
-  int64_t gx = (p.tq + C::kBq - 1) / C::kBq;
-  if (C::kCluster == 2) gx += gx % 2;  // whole clusters; the extra block has no rows
-  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(p.hq),
-                  static_cast<unsigned>(p.b));
-  if constexpr (C::kCluster == 1) {
-    kernel<<<grid, C::kThreads, C::kSmem, stream>>>(mq, mk, mv, p);
-  } else {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = C::kSmem;
-    cfg.stream = stream;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = 2;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    (void)cudaLaunchKernelEx(&cfg, kernel, mq, mk, mv, p);
-  }
+  // Work tiles in groups of about one resident wave (Note [Flash sm90 forward schedule]).
+  const int64_t nq = (p.tq + C::kBq - 1) / C::kBq, nbh = p.hq * p.b, items = nq * nbh;
+  if (items > INT_MAX / 2) return false;
+  const int resident = resident_blocks<C>(reinterpret_cast<const void*>(kernel), device);
+  FwdSched sc;
+  sc.nq = static_cast<int>(nq);
+  sc.nbh = static_cast<int>(nbh);
+  sc.hg = static_cast<int>(std::min<int64_t>(nbh, std::max<int64_t>(1, (resident + nq - 1) / nq)));
+  sc.items = static_cast<int>(items);
+  const int64_t grid = C::kPersist ? std::min<int64_t>(items, resident) : items;
+  kernel<<<static_cast<unsigned>(grid), C::kThreads, C::kSmem, stream>>>(mq, mk, mv, p, sc);
   return true;
 }
 
-template <bool kBf16, class Cfgs>
-bool launch_cfg(int cfg, const FlashParams& p, cudaStream_t stream) {
-  switch (cfg) {
-    case 1:
-      return launch<kBf16, std::tuple_element_t<1, Cfgs>>(p, stream);
-    case 2:
-      return launch<kBf16, std::tuple_element_t<2, Cfgs>>(p, stream);
-    case 3:
-      return launch<kBf16, std::tuple_element_t<3, Cfgs>>(p, stream);
-    default:
-      return launch<kBf16, std::tuple_element_t<0, Cfgs>>(p, stream);
+template <bool kBf16, class Cfgs, int kDefault>
+bool launch_cfg(int cfg, const FlashParams& p, int device, cudaStream_t stream) {
+  constexpr int n = static_cast<int>(std::tuple_size_v<Cfgs>);
+  if (cfg < 0 || cfg >= n) cfg = kDefault;
+  bool ok = false;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    ((static_cast<int>(I) == cfg
+          ? (ok = launch<kBf16, std::tuple_element_t<I, Cfgs>>(p, device, stream), 0)
+          : 0),
+     ...);
   }
+  (std::make_index_sequence<std::tuple_size_v<Cfgs>>{});
+  return ok;
 }
 
 }  // namespace
@@ -499,6 +666,11 @@ bool launch_cfg(int cfg, const FlashParams& p, cudaStream_t stream) {
 void sm90_set_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
 
 bool sm90_enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+// Forces forward kernel shape `cfg` (index into D64Cfgs / D128Cfgs, bfloat16 only; -1: the
+// defaults), as KILN_FLASH_SM90_CFG does, so tests cover every shape. Not in flash_sm90.h: tests
+// declare it themselves.
+void sm90_set_forward_cfg(int cfg) { g_cfg.store(cfg, std::memory_order_relaxed); }
 
 bool sm90_forward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream) {
   if (!g_enabled.load(std::memory_order_relaxed)) return false;
@@ -515,13 +687,12 @@ bool sm90_forward(const detail::FlashParams& p, DType dtype, int device, gpuStre
     return false;
   if (!is_sm90(device)) return false;
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  const int f = forced_cfg();
-  if (p.d == 64) {
-    const int c = f >= 0 ? f : kDefaultCfgD64;
-    return bf16 ? launch_cfg<true, D64Cfgs>(c, p, s) : launch_cfg<false, D64Cfgs>(c, p, s);
-  }
-  const int c = f >= 0 ? f : kDefaultCfgD128;
-  return bf16 ? launch_cfg<true, D128Cfgs>(c, p, s) : launch_cfg<false, D128Cfgs>(c, p, s);
+  const int c = g_cfg.load(std::memory_order_relaxed);
+  if (p.d == 64)
+    return bf16 ? launch_cfg<true, D64Cfgs, kDefaultCfgD64>(c, p, device, s)
+                : launch_cfg<false, D64Cfgs, kDefaultCfgD64>(c, p, device, s);
+  return bf16 ? launch_cfg<true, D128Cfgs, kDefaultCfgD128>(c, p, device, s)
+              : launch_cfg<false, D128Cfgs, kDefaultCfgD128>(c, p, device, s);
 }
 
 }  // namespace kiln::gpu::flash
