@@ -2,9 +2,11 @@
 // streams Q / dO by TMA (K / V resident), consumer warpgroups run S^T, dP^T, dV, dK, dQ on wgmma;
 // dQ leaves by TMA reduce-add into the pre-pass's zeroed accumulator (flash_mma_bwd.cuh
 // before/after).
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <type_traits>
 
 #include "backend/gpu/vendor.h"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
@@ -54,6 +56,22 @@ using namespace sm90;
 // flash_mma's backward 270, two consumer warpgroups of 64 keys (1 block/SM) 428-431 with 2
 // Q / dO stages, 422-426 with 3; one warpgroup (2 blocks/SM, 1 stage, dQ in two halves)
 // 366-372. ptxas: no spills, no wgmma serialization; consumers at 240 registers.
+//
+// Note [Flash sm90 backward order]: since session 6 the products run in order 2 by default (BwdCfg
+// kOrder): S^T, dP^T | P^T, dS^T | dQ, dV, dK, and dQ is staged while dV and dK still run (the
+// stage of tile t's Q / dO is released in tile t + 1, after its S^T, as dK reads Q; at head dim
+// 128 tile t + 1 also waits for tile t's dK / dV before issuing S^T / dP^T, else the registers in
+// flight are more than ptxas keeps in the wgmma pipeline: C7512 serialization). Measured on an
+// H100 (ncu, main kernel, us; same runs): head dim 128 (B4 H32 T4096) order 0 3010, order 1 (dV
+// issued before dS^T is made) 2820, order 2 2650; three Q / dO stages with order 2 2680, two dS^T
+// tiles (no barrier before writing the next) 2690. Head dim 64 (B16 H12 T1024): order 0 237,
+// order 1 240, order 2 233, same with 3 stages or 2 dS^T tiles 231-234. Descriptors built once and
+// advanced by adds (desc_add) instead of rebuilt per wgmma: head dim 128 2650 -> 2520 (cuDNN's
+// bprop 2510 on the same GPU model), head dim 64 ~229. The grid order (Note [Flash sm90 backward
+// grid order]): 246 -> 237 us at head dim 64, 3020 -> 3010 at 128. dK / dV through shared memory
+// and TMA stores (whole lines; the column-pair stores from registers wrote half sectors and held
+// the SM at each block's end) instead of st.global from registers: head dim 64 227 -> 208 us,
+// head dim 128 2640 -> 2510-2540 (same run).
 constexpr int kBq = 64;
 constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
 constexpr int kRowBytes = kBq * 4;  // kBq floats
@@ -61,9 +79,18 @@ constexpr int kRowBytes = kBq * 4;  // kBq floats
 // One kernel shape: kC consumer warpgroups of 64 keys (kBk = 64 kC keys a block, sharing each
 // Q / dO tile; with kC = 2 each warpgroup computes half of dQ's columns over all kBk keys),
 // kStages Q / dO buffers, kMinBlocks blocks per SM.
-template <int kD_, int kC_, int kStages_, int kMinBlocks_>
+template <int kD_, int kC_, int kStages_, int kMinBlocks_, int kOrder_ = 0, int kMask_ = 0>
 struct BwdCfg {
   static constexpr int kD = kD_, kC = kC_, kStages = kStages_, kMinBlocks = kMinBlocks_;
+  // Product order: 0 S^T, dP^T | dV, dK, dQ, all done before dQ is staged; 1 S^T, dP^T, dV (while
+  // dS^T is made) | dQ, dK; 2 S^T, dP^T | dQ, dV, dK; in 1 and 2 dQ is staged while dK (and dV)
+  // run, and tile t's Q / dO stage is released in tile t + 1 (after its S^T).
+  static constexpr int kOrder = kOrder_;
+  // Three equivalent codings of P^T's mask (0 one loop, predicated; 1 the same loop in a generic
+  // lambda; 2 per-thread limits, one compare a value): the same results, different ptxas
+  // schedules; measured (ncu, H100, interleaved) head dim 128: 2.66-2.69 ms, 2.54-2.56, 2.61-2.64;
+  // head dim 64: 228.3-228.7 us, 230.6-230.8, 226.8-226.9.
+  static constexpr int kMask = kMask_;
   static constexpr int kDqBytes = kBq * kD * 4;
   static constexpr int kBk = 64 * kC, kThreads = 128 * (kC + 1);
   static constexpr int kBoxes = kD / 64;       // 64-column boxes of a row
@@ -85,6 +112,8 @@ struct BwdCfg {
   static constexpr int kDqN = kD / kC;                // dQ columns per warpgroup
   static constexpr int kDqW = kDqN < 64 ? kDqN : 64;  // columns of one dQ product
   static_assert(kD == 64 || kD == 128, "head dim");
+  static_assert(kC <= kStages, "dK / dV leave through the Q / dO stages");
+  static_assert(kOrder == 0 || kStages >= 2, "orders 1, 2 release a stage one tile late");
 };
 
 // *a = v when pred (a predicate in the asm, no branch).
@@ -94,12 +123,52 @@ __device__ inline void st_u32_if(bool pred, void* a, uint32_t v) {
                : "memory");
 }
 
+// The descriptor make_desc_sw128(addr + bytes, ...) from d = make_desc_sw128(addr, ...): the
+// start-address field (addr >> 4, bits 0-13) never carries into the fields above it, as
+// shared-memory addresses are below 2^18. (A plain add. Tried and slower at head dim 128, ncu on
+// an H100, same run: the add on the low word in inline asm, S^T / dP^T without clearing their
+// registers first ("=f" outputs), a mask-free copy of the P^T code for tiles off the edges, the
+// warp index made uniform by a shuffle: 2.62-2.75 ms against 2.52 for none of them; head dim 64
+// within 1%.)
+__device__ inline uint64_t desc_add(uint64_t d, uint32_t bytes) { return d + (bytes >> 4); }
+
+// One box of a 4-d tensor map from shared memory to global memory (bulk group; rows past the
+// tensor's end are not written).
+__device__ inline void tma_store_4d(const void* map, uint32_t src, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      : "memory");
+}
+
+// Note [Flash sm90 backward grid order]: block w of the 1-d grid takes key tile *jt of (batch,
+// head) *b, *h. The (batch, head) pairs go in groups of grp (about one wave of blocks), and inside
+// a group key tile 0 of every pair comes first, then key tile 1, ...: under causal masking key tile
+// j sees tq - j kBk query rows, so the hardware's block scheduler starts the long blocks first and
+// ends the launch on short ones (no tail of one long block), while the blocks in flight still
+// share the Q / dO / dq rows of a few heads in L2. grp = 1 is the plain (key tile, head, batch)
+// order.
+__device__ inline void work_tile(int w, int nkt, int nhb, int grp, int hq, int* jt, int* h,
+                                 int* b) {
+  const int g = w / (grp * nkt);
+  const int r = w - g * grp * nkt;
+  const int gsz = min(grp, nhb - g * grp);
+  *jt = r / gsz;
+  const int hb = g * grp + r % gsz;
+  *h = hb % hq;
+  *b = hb / hq;
+}
+
 template <bool kBf16, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     sm90_bwd_kernel(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
                     const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap mdo,
-                    const __grid_constant__ CUtensorMap mdq, const FlashParams p,
-                    const float* l2buf, const float* dlbuf, int64_t pad) {
+                    const __grid_constant__ CUtensorMap mdq,
+                    const __grid_constant__ CUtensorMap mdk,
+                    const __grid_constant__ CUtensorMap mdv, const FlashParams p,
+                    const float* l2buf, const float* dlbuf, int64_t pad, int nkt, int grp,
+                    bool tma_out) {
   constexpr int kBk = C::kBk, kStages = C::kStages, kC = C::kC, kDqN = C::kDqN;
   constexpr int kD = C::kD, kBoxes = C::kBoxes, kRows64 = C::kRows64, kDqW = C::kDqW;
   extern __shared__ unsigned char smem_raw[];
@@ -112,9 +181,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   auto do_buf = [&](int s) { return base + C::kSdo + s * kRows64; };
   auto l_buf = [&](int s) { return base + C::kSl + s * 2 * kRowBytes; };
 
-  const int h = blockIdx.y, b = blockIdx.z;
+  int h, b, jt;
+  work_tile(static_cast<int>(blockIdx.x), nkt, p.hq * p.b, grp, p.hq, &jt, &h, &b);
   const int64_t lq = p.tq, lk = p.tk;
-  const int j0 = static_cast<int>(blockIdx.x) * kBk;
+  const int j0 = jt * kBk;
   const int istart = p.causal ? j0 : 0;  // causal: earlier queries see none of these keys
   const int ntiles = istart < lq ? static_cast<int>((lq - istart + kBq - 1) / kBq) : 0;
   const int64_t prow = (static_cast<int64_t>(b) * p.hq + h) * pad;
@@ -171,24 +241,43 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 #pragma unroll
   for (int i = 0; i < kDqW / 2; ++i) dq[i] = 0.0f;
   uint32_t pa[kBq / 16][4], da[kBq / 16][4];
+  // Shared-memory descriptors, built once and advanced by constants (desc_add): K / V of this
+  // warpgroup and stage 0's Q / dO K-major (S^T, dP^T), stage 0's Q / dO MN-major (dK, dV), the
+  // dS^T tile (dQ's A) and K MN-major at each of this warpgroup's dQ column blocks (dQ's B).
+  const uint64_t k_kd = make_desc_sw128(sk_w, 16, 1024), v_kd = make_desc_sw128(sv_w, 16, 1024);
+  const uint64_t q_kd0 = make_desc_sw128(q_buf(0), 16, 1024);
+  const uint64_t do_kd0 = make_desc_sw128(do_buf(0), 16, 1024);
+  const uint64_t q_md0 = make_desc_sw128(q_buf(0), kTile, 1024);
+  const uint64_t do_md0 = make_desc_sw128(do_buf(0), kTile, 1024);
+  const uint64_t ds_md = make_desc_sw128(sds, kTile, 1024);
+  uint64_t k_md[kDqN / kDqW];
+#pragma unroll
+  for (int w = 0; w < kDqN / kDqW; ++w) {
+    const int c0 = cw * kDqN + w * kDqW;
+    k_md[w] = make_desc_sw128(sk + (c0 / 64) * kTile + (c0 % 64) * 2, kTile, 1024);
+  }
 
   // This warpgroup's dQ staging boxes (columns cw kDqN ..).
   const uint32_t sdq = base + C::kSdq + cw * (kDqN / 32) * (kBq * 128);
   // After a dQ product has completed: dQ scale of columns kDqW w .. of this warpgroup's share
   // into its staging boxes.
   auto stage_dq = [&](int w) {
+    if constexpr (C::kOrder == 0) {
 #pragma unroll
-    for (int i = 0; i < kD / 2; ++i) {
-      reg_fence(dk[i]);
-      reg_fence(dv[i]);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        reg_fence(pa[kk][r]);
-        reg_fence(da[kk][r]);
+      for (int i = 0; i < kD / 2; ++i) {
+        reg_fence(dk[i]);
+        reg_fence(dv[i]);
       }
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          reg_fence(pa[kk][r]);
+          reg_fence(da[kk][r]);
+        }
+    }  // order 1, 2: dK (order 2: and dV) still run: touch none of their registers
+#pragma unroll
+    for (int i = 0; i < kDqW / 2; ++i) reg_fence(dq[i]);
 #pragma unroll
     for (int n = 0; n < kDqW / 8; ++n)
 #pragma unroll
@@ -202,8 +291,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
                      : "memory");
       }
   };
-  // After the whole of tile u's dQ is staged: one reduce-add per box, and the release of u's
-  // Q / dO stage.
+  // After the whole of tile u's dQ is staged: one reduce-add per box, and (order 0) the release
+  // of u's Q / dO stage (orders 1, 2 release it in tile u + 1, once dK, which reads Q, is done).
   auto finish = [&](int u) {
     fence_proxy_async();
     cw == 0 ? named_sync<2, 128>() : named_sync<3, 128>();
@@ -213,50 +302,146 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         tma_reduce_add_4d(&mdq, sdq + c * (kBq * 128), cw * kDqN + c * 32, istart + u * kBq, h, b);
       bulk_commit();
     }
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty(u % kStages));  // Q / dO of tile u are read
+    if constexpr (C::kOrder == 0) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty(u % kStages));  // Q / dO of tile u are read
+    }
+  };
+  auto issue_dv = [&](const uint64_t do_md) {
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk) {
+      if constexpr (kD == 64)
+        wgmma_rs_n64<kBf16>(dv, pa[kk], desc_add(do_md, kk * 2048), 1);
+      else
+        wgmma_rs_n128<kBf16>(dv, pa[kk], desc_add(do_md, kk * 2048), 1);
+    }
+  };
+  auto issue_dk = [&](const uint64_t q_md) {
+#pragma unroll
+    for (int kk = 0; kk < kBq / 16; ++kk) {
+      if constexpr (kD == 64)
+        wgmma_rs_n64<kBf16>(dk, da[kk], desc_add(q_md, kk * 2048), 1);
+      else
+        wgmma_rs_n128<kBf16>(dk, da[kk], desc_add(q_md, kk * 2048), 1);
+    }
+  };
+  // dQ [kBq, this warpgroup's kDqN columns] = dS K over all kBk keys, columns kDqW w ..;
+  // B = K MN-major: keys kk 16 .. of key tile kk / 4, column c in box c / 64.
+  auto issue_dq = [&](int w) {
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) {
+      const uint64_t dsa = desc_add(ds_md, kk * 2048);
+      const uint64_t kb = desc_add(k_md[w], (kk / 4) * kRows64 + (kk % 4) * 2048);
+      if constexpr (kDqW == 64)
+        wgmma_ss_n64_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+      else
+        wgmma_ss_n32_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
+    }
   };
 
   if (ntiles > 0) mbar_wait(kv_full, 0);
   for (int t = 0; t < ntiles; ++t) {
     const int s = t % kStages;
     const int i0 = istart + t * kBq;
-    const uint32_t sq = q_buf(s), sdo = do_buf(s), sl = l_buf(s);
+    const uint32_t sl = l_buf(s);
+    const uint64_t q_kd = desc_add(q_kd0, s * kRows64), do_kd = desc_add(do_kd0, s * kRows64);
+    const uint64_t q_md = desc_add(q_md0, s * kRows64), do_md = desc_add(do_md0, s * kRows64);
     mbar_wait(full(s), (t / kStages) & 1);
+    // Orders 1, 2 at head dim 128: the last tile's dK / dV end before S^T / dP^T start (their
+    // registers and those of S^T / dP^T in flight at once are more than the wgmma pipeline keeps).
+    if constexpr (C::kOrder != 0 && kD == 128) wgmma_wait<0>();
     float st[32], dp[32];
 #pragma unroll
     for (int i = 0; i < 32; ++i) st[i] = dp[i] = 0.0f;
     wgmma_fence();
+    wgmma_ss_n64<kBf16>(st, k_kd, q_kd, 0);
 #pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk)
-      wgmma_ss_n64<kBf16>(st, make_desc_sw128(sk_w + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
-                          make_desc_sw128(sq + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
-                          kk > 0 ? 1 : 0);
+    for (int kk = 1; kk < kD / 16; ++kk) {
+      const uint32_t off = (kk / 4) * kTile + (kk % 4) * 32;
+      wgmma_ss_n64<kBf16>(st, desc_add(k_kd, off), desc_add(q_kd, off), 1);
+    }
     wgmma_commit();
+    wgmma_ss_n64<kBf16>(dp, v_kd, do_kd, 0);
 #pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk)
-      wgmma_ss_n64<kBf16>(dp, make_desc_sw128(sv_w + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
-                          make_desc_sw128(sdo + (kk / 4) * kTile + (kk % 4) * 32, 16, 1024),
-                          kk > 0 ? 1 : 0);
+    for (int kk = 1; kk < kD / 16; ++kk) {
+      const uint32_t off = (kk / 4) * kTile + (kk % 4) * 32;
+      wgmma_ss_n64<kBf16>(dp, desc_add(v_kd, off), desc_add(do_kd, off), 1);
+    }
     wgmma_commit();
-    wgmma_wait<1>();
+    wgmma_wait<1>();  // S^T (orders 1, 2: and the last tile's dK / dV)
 #pragma unroll
     for (int i = 0; i < 32; ++i) reg_fence(st[i]);
+    if constexpr (C::kOrder != 0) {
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          reg_fence(pa[kk][r]);
+          reg_fence(da[kk][r]);
+        }
+      if (t > 0) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty((t - 1) % kStages));  // Q / dO of tile t - 1 are read
+      }
+    }
     // P^T: element r of column group n is key kw + g + 8 (r >> 1), query n 8 + 2 tq4 + (r & 1).
     const bool edge = j0 + kBk > lk || (p.causal && i0 < j0 + kBk - 1);
     const int qrel = i0 - j0;  // causal: key kl is seen by query qi iff kl <= qrel + qi
+    if constexpr (C::kMask == 0) {
 #pragma unroll
-    for (int n = 0; n < kBq / 8; ++n) {
-      float l2v[2];
-      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                   : "=f"(l2v[0]), "=f"(l2v[1])
-                   : "r"(sl + (n * 8 + 2 * tq4) * 4));
+      for (int n = 0; n < kBq / 8; ++n) {
+        float l2v[2];
+        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                     : "=f"(l2v[0]), "=f"(l2v[1])
+                     : "r"(sl + (n * 8 + 2 * tq4) * 4));
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int qi = n * 8 + 2 * tq4 + (r & 1), kl = kw + g + 8 * (r >> 1);
-        float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
-        if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = neg_inf();
-        st[4 * n + r] = exp2_approx(x);
+        for (int r = 0; r < 4; ++r) {
+          const int qi = n * 8 + 2 * tq4 + (r & 1), kl = kw + g + 8 * (r >> 1);
+          float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
+          if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = neg_inf();
+          st[4 * n + r] = exp2_approx(x);
+        }
+      }
+    } else if constexpr (C::kMask == 1) {
+      auto make_p = [&](auto masked) {
+#pragma unroll
+        for (int n = 0; n < kBq / 8; ++n) {
+          float l2v[2];
+          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                       : "=f"(l2v[0]), "=f"(l2v[1])
+                       : "r"(sl + (n * 8 + 2 * tq4) * 4));
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
+            if constexpr (decltype(masked)::value) {
+              const int qi = n * 8 + 2 * tq4 + (r & 1), kl = kw + g + 8 * (r >> 1);
+              if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = neg_inf();
+            }
+            st[4 * n + r] = exp2_approx(x);
+          }
+        }
+      };
+      make_p(std::true_type{});
+    } else {
+      // Key kl is masked for query qi iff kl > min(kmax, base + qi - 2 tq4) (both huge off the
+      // edges).
+      const int kmax = edge ? klim - 1 : INT_MAX;
+      const int base = edge && p.causal ? qrel + 2 * tq4 : INT_MAX / 2;
+      const int kl0 = kw + g, kl1 = kw + g + 8;
+#pragma unroll
+      for (int n = 0; n < kBq / 8; ++n) {
+        float l2v[2];
+        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                     : "=f"(l2v[0]), "=f"(l2v[1])
+                     : "r"(sl + (n * 8 + 2 * tq4) * 4));
+        const int lim0 = min(kmax, base + n * 8), lim1 = min(kmax, base + n * 8 + 1);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
+          const int kl = (r >> 1) ? kl1 : kl0, lim = (r & 1) ? lim1 : lim0;
+          x = kl > lim ? neg_inf() : x;
+          st[4 * n + r] = exp2_approx(x);
+        }
       }
     }
 #pragma unroll
@@ -266,7 +451,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       pa[kk][2] = pack2<kBf16>(st[8 * kk + 4], st[8 * kk + 5]);
       pa[kk][3] = pack2<kBf16>(st[8 * kk + 6], st[8 * kk + 7]);
     }
-    wgmma_wait<0>();
+    if constexpr (C::kOrder == 1) {  // dV += P^T dO runs while dS^T is made
+      wgmma_fence();
+      issue_dv(do_md);
+      wgmma_commit();
+      wgmma_wait<1>();  // dP^T
+    } else {
+      wgmma_wait<0>();
+    }
 #pragma unroll
     for (int i = 0; i < 32; ++i) reg_fence(dp[i]);
     // Every warp's part of the last dQ product has read the dS^T tile.
@@ -295,43 +487,72 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     fence_proxy_async();
     named_sync<1, 128 * kC>();  // the whole dS^T tile is in shared memory
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) {
-      if constexpr (kD == 64)
-        wgmma_rs_n64<kBf16>(dv, pa[kk], make_desc_sw128(sdo + kk * 2048, kTile, 1024), 1);
-      else
-        wgmma_rs_n128<kBf16>(dv, pa[kk], make_desc_sw128(sdo + kk * 2048, kTile, 1024), 1);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) {
-      if constexpr (kD == 64)
-        wgmma_rs_n64<kBf16>(dk, da[kk], make_desc_sw128(sq + kk * 2048, kTile, 1024), 1);
-      else
-        wgmma_rs_n128<kBf16>(dk, da[kk], make_desc_sw128(sq + kk * 2048, kTile, 1024), 1);
-    }
-    wgmma_commit();
-    // dQ [kBq, this warpgroup's kDqN columns] = dS K over all kBk keys, kDqW columns at a time;
-    // B = K MN-major: keys kk 16 .. of key tile kk / 4, column c in box c / 64.
-#pragma unroll
-    for (int w = 0; w < kDqN / kDqW; ++w) {
-      const int c0 = cw * kDqN + w * kDqW;
-      if (w > 0) wgmma_fence();  // stage_dq read the accumulator
-#pragma unroll
-      for (int kk = 0; kk < kBk / 16; ++kk) {
-        const uint64_t dsa = make_desc_sw128(sds + kk * 2048, kTile, 1024);
-        const uint64_t kb = make_desc_sw128(
-            sk + (kk / 4) * kRows64 + (c0 / 64) * kTile + (kk % 4) * 2048 + (c0 % 64) * 2, kTile,
-            1024);
-        if constexpr (kDqW == 64)
-          wgmma_ss_n64_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
-        else
-          wgmma_ss_n32_tt<kBf16>(dq, dsa, kb, kk > 0 ? 1 : 0);
-      }
+    if constexpr (C::kOrder != 0) {
+      static_assert(kDqN == kDqW, "orders 1, 2 make dQ in one product");
+      issue_dq(0);
       wgmma_commit();
-      wgmma_wait<0>();
-      stage_dq(w);
+      if constexpr (C::kOrder == 2) issue_dv(do_md);
+      issue_dk(q_md);
+      wgmma_commit();
+      wgmma_wait<1>();  // dQ (dK, order 2: and dV run on)
+      stage_dq(0);
+    } else {
+      issue_dv(do_md);
+      issue_dk(q_md);
+      wgmma_commit();
+#pragma unroll
+      for (int w = 0; w < kDqN / kDqW; ++w) {
+        if (w > 0) wgmma_fence();  // stage_dq read the accumulator
+        issue_dq(w);
+        wgmma_commit();
+        wgmma_wait<0>();
+        stage_dq(w);
+      }
     }
     finish(t);
+  }
+  if constexpr (C::kOrder != 0) {
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) {
+      reg_fence(dk[i]);
+      reg_fence(dv[i]);
+    }
+  }
+  if (tma_out) {
+    // dK scale and dV through shared memory (the Q / dO stages, free once every consumer
+    // warpgroup is past its last product) and TMA stores through dk_* strides, which drop the
+    // rows past the sequence.
+    named_sync<1, 128 * kC>();
+    const uint32_t ok = base + C::kSq + cw * 2 * kRows64, ov = ok + kRows64;
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int row = wi * 16 + g + 8 * e;  // row % 8 == g
+#pragma unroll
+      for (int n = 0; n < kD / 8; ++n) {
+        const uint32_t a = (n / 8) * kTile + row * 128 + (((n % 8) ^ g) * 16) + tq4 * 4;
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ok + a),
+                     "r"(pack2<kBf16>(dk[4 * n + 2 * e] * p.scale, dk[4 * n + 2 * e + 1] * p.scale))
+                     : "memory");
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ov + a),
+                     "r"(pack2<kBf16>(dv[4 * n + 2 * e], dv[4 * n + 2 * e + 1]))
+                     : "memory");
+      }
+    }
+    fence_proxy_async();
+    cw == 0 ? named_sync<2, 128>() : named_sync<3, 128>();
+    if (leader) {
+      if (j0 + 64 * cw < lk) {
+#pragma unroll
+        for (int x = 0; x < kBoxes; ++x) {
+          tma_store_4d(&mdk, ok + x * kTile, 64 * x, j0 + 64 * cw, h, b);
+          tma_store_4d(&mdv, ov + x * kTile, 64 * x, j0 + 64 * cw, h, b);
+        }
+        bulk_commit();
+      }
+      bulk_wait<0>();  // the reduce-adds and stores are done before exit
+    }
+    return;
   }
   if (ntiles > 0 && leader) bulk_wait<0>();  // the reduce-adds are done before exit
 
@@ -371,39 +592,75 @@ std::atomic<bool> g_bwd128_enabled{[] {
   return kBwd128DefaultOn;
 }()};
 
-// Kernel shapes (KILN_FLASH_SM90_BWD_CFG=0..2 picks one for tuning runs; default kDefaultCfg).
-using Cfg0 = BwdCfg<64, 1, 2, 2>;
-using Cfg1 = BwdCfg<64, 2, 3, 1>;
-using Cfg2 = BwdCfg<64, 1, 3, 2>;
-constexpr int kDefaultCfg = 0;
-// Head dim 128 (KILN_FLASH_SM90_BWD128_CFG=0..2; default kDefaultCfg128): two consumer
-// warpgroups of 64 keys sharing Q / dO (each makes 64 of dQ's columns; 2 or, cfg 2, 3 stages),
-// or (cfg 1) one of 64 keys with two blocks an SM.
-using Cfg128a = BwdCfg<128, 2, 2, 1>;
-using Cfg128b = BwdCfg<128, 1, 1, 2>;
-using Cfg128c = BwdCfg<128, 2, 3, 1>;
-constexpr int kDefaultCfg128 = 0;
+// Kernel shapes, KILN_FLASH_SM90_BWD_CFG (head dim 64) / KILN_FLASH_SM90_BWD128_CFG (128) = n
+// picks one for tuning runs (default 0): 0 the default (product order 2), 1 product order 0,
+// 2 three Q / dO stages, 3 product order 1, 5 / 6 / 7 mask coding 0 / 1 / 2 (BwdCfg::kMask); head
+// dim 64 only: 4 two consumer warpgroups (one block an SM, order 0).
+template <int kD, int kC, int kMinBlocks, int kMask>
+struct Shapes {
+  using S0 = BwdCfg<kD, kC, 2, kMinBlocks, 2, kMask>;
+  using S1 = BwdCfg<kD, kC, 2, kMinBlocks, 0, kMask>;
+  using S2 = BwdCfg<kD, kC, 3, kMinBlocks, 2, kMask>;
+  using S3 = BwdCfg<kD, kC, 2, kMinBlocks, 1, kMask>;
+  using S5 = BwdCfg<kD, kC, 2, kMinBlocks, 2, 0>;
+  using S6 = BwdCfg<kD, kC, 2, kMinBlocks, 2, 1>;
+  using S7 = BwdCfg<kD, kC, 2, kMinBlocks, 2, 2>;
+};
+// One consumer warpgroup of 64 keys, two blocks an SM; two of 64 keys sharing Q / dO, one block an
+// SM. Mask codings: the faster of each (see BwdCfg::kMask).
+using Shapes64 = Shapes<64, 1, 2, 2>;
+using Shapes128 = Shapes<128, 2, 1, 1>;
+using Cfg64Two = BwdCfg<64, 2, 3, 1>;
 
+int env_digit(const char* name, int fallback, int max) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || e[0] < '0' || e[0] > '9') return fallback;
+  const int v = std::atoi(e);
+  return v <= max ? v : fallback;
+}
 int bwd128_cfg() {
-  static const int c = [] {
-    const char* e = std::getenv("KILN_FLASH_SM90_BWD128_CFG");
-    return e && e[0] >= '0' && e[0] <= '2' && e[1] == 0 ? e[0] - '0' : kDefaultCfg128;
-  }();
+  static const int c = env_digit("KILN_FLASH_SM90_BWD128_CFG", 0, 7);
   return c;
 }
-
 int bwd_cfg() {
-  static const int c = [] {
-    const char* e = std::getenv("KILN_FLASH_SM90_BWD_CFG");
-    return e && e[0] >= '0' && e[0] <= '2' && e[1] == 0 ? e[0] - '0' : kDefaultCfg;
+  static const int c = env_digit("KILN_FLASH_SM90_BWD_CFG", 0, 7);
+  return c;
+}
+// dK / dV leave by TMA stores (KILN_FLASH_SM90_BWD_TMA_OUT=0 / 1; default kTmaOutDefault).
+constexpr bool kTmaOutDefault = true;
+bool bwd_tma_out() {
+  static const bool on = env_digit("KILN_FLASH_SM90_BWD_TMA_OUT", kTmaOutDefault ? 1 : 0, 1) == 1;
+  return on;
+}
+// (Batch, head) pairs per group of the grid order (Note [Flash sm90 backward grid order]):
+// KILN_FLASH_SM90_BWD_GROUP=n (1 .. 999) in the environment, else 0 = about one wave of blocks.
+int bwd_group_env() {
+  static const int g = [] {
+    const char* e = std::getenv("KILN_FLASH_SM90_BWD_GROUP");
+    const int v = e ? std::atoi(e) : 0;
+    return v >= 1 && v <= 999 ? v : 0;
   }();
+  return g;
+}
+int sm_count(int device) {
+  static std::atomic<int> n[64];
+  if (device < 0 || device >= 64) return 132;
+  int c = n[device].load(std::memory_order_relaxed);
+  if (c == 0) {
+    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        c <= 0) {
+      (void)cudaGetLastError();
+      c = 132;
+    }
+    n[device].store(c, std::memory_order_relaxed);
+  }
   return c;
 }
 
 template <bool kBf16, class C>
 bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const float* dl,
-            int64_t pad) {
-  CUtensorMap mq, mk, mv, mdo, mdq{};
+            int64_t pad, int device) {
+  CUtensorMap mq, mk, mv, mdo, mdq{}, mdk{}, mdv{};
   if (!make_map(&mq, p.q, kBf16, p.d, p.tq, p.hq, p.b, p.q_sr, p.q_sh, p.q_sb, kBq) ||
       !make_map(&mdo, p.dout, kBf16, p.d, p.tq, p.hq, p.b, p.do_sr, p.do_sh, p.do_sb, kBq) ||
       !make_map(&mk, p.k, kBf16, p.d, p.tk, p.hk, p.b, p.k_sr, p.k_sh, p.k_sb, 64) ||
@@ -411,6 +668,11 @@ bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const fl
     return false;
   if (!make_map_f32(&mdq, p.dq_acc, p.d, p.tq, p.hq, p.b, p.acc_sr, p.acc_sh, p.acc_sb, kBq))
     return false;
+  // dK / dV by TMA stores where their strides allow (else column pairs from registers).
+  const bool tma_out =
+      bwd_tma_out() &&
+      make_map(&mdk, p.dk, kBf16, p.d, p.tk, p.hk, p.b, p.dk_sr, p.dk_sh, p.dk_sb, 64) &&
+      make_map(&mdv, p.dv, kBf16, p.d, p.tk, p.hk, p.b, p.dk_sr, p.dk_sh, p.dk_sb, 64);
   const auto kernel = &sm90_bwd_kernel<kBf16, C>;
   static const bool attr = [&] {
     return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
@@ -418,33 +680,44 @@ bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const fl
                                 C::kSmem) == cudaSuccess;
   }();
   if (!attr) return false;
-  // Grid (key tiles, heads, batch): a head's blocks run side by side and share its Q / dO in L2;
-  // causal key tile 0 (the most query tiles) starts first.
-  const dim3 grid(static_cast<unsigned>((p.tk + C::kBk - 1) / C::kBk), static_cast<unsigned>(p.hq),
-                  static_cast<unsigned>(p.b));
-  kernel<<<grid, C::kThreads, C::kSmem, stream>>>(mq, mk, mv, mdo, mdq, p, l2, dl, pad);
+  // One block per (key tile, batch, head), in the order of Note [Flash sm90 backward grid order].
+  const int64_t nkt = (p.tk + C::kBk - 1) / C::kBk, nhb = static_cast<int64_t>(p.hq) * p.b;
+  if (nkt * nhb > INT_MAX) return false;
+  int grp = bwd_group_env();
+  if (grp == 0) grp = std::max(1, sm_count(device) * C::kMinBlocks / static_cast<int>(nkt));
+  grp = static_cast<int>(std::min<int64_t>(grp, nhb));
+  kernel<<<static_cast<unsigned>(nkt * nhb), C::kThreads, C::kSmem, stream>>>(
+      mq, mk, mv, mdo, mdq, mdk, mdv, p, l2, dl, pad, static_cast<int>(nkt), grp, tma_out);
   return true;
+}
+
+template <bool kBf16, class Sh>
+bool launch_shape(int cfg, const FlashParams& p, cudaStream_t stream, const float* l2,
+                  const float* dl, int64_t pad, int dev) {
+  switch (cfg) {
+    case 1:
+      return launch<kBf16, typename Sh::S1>(p, stream, l2, dl, pad, dev);
+    case 2:
+      return launch<kBf16, typename Sh::S2>(p, stream, l2, dl, pad, dev);
+    case 3:
+      return launch<kBf16, typename Sh::S3>(p, stream, l2, dl, pad, dev);
+    case 5:
+      return launch<kBf16, typename Sh::S5>(p, stream, l2, dl, pad, dev);
+    case 6:
+      return launch<kBf16, typename Sh::S6>(p, stream, l2, dl, pad, dev);
+    case 7:
+      return launch<kBf16, typename Sh::S7>(p, stream, l2, dl, pad, dev);
+    default:
+      return launch<kBf16, typename Sh::S0>(p, stream, l2, dl, pad, dev);
+  }
 }
 
 template <bool kBf16>
 bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, const float* dl,
-                int64_t pad) {
-  if (p.d == 128) switch (bwd128_cfg()) {
-      case 1:
-        return launch<kBf16, Cfg128b>(p, stream, l2, dl, pad);
-      case 2:
-        return launch<kBf16, Cfg128c>(p, stream, l2, dl, pad);
-      default:
-        return launch<kBf16, Cfg128a>(p, stream, l2, dl, pad);
-    }
-  switch (bwd_cfg()) {
-    case 1:
-      return launch<kBf16, Cfg1>(p, stream, l2, dl, pad);
-    case 2:
-      return launch<kBf16, Cfg2>(p, stream, l2, dl, pad);
-    default:
-      return launch<kBf16, Cfg0>(p, stream, l2, dl, pad);
-  }
+                int64_t pad, int dev) {
+  if (p.d == 128) return launch_shape<kBf16, Shapes128>(bwd128_cfg(), p, stream, l2, dl, pad, dev);
+  if (bwd_cfg() == 4) return launch<kBf16, Cfg64Two>(p, stream, l2, dl, pad, dev);
+  return launch_shape<kBf16, Shapes64>(bwd_cfg(), p, stream, l2, dl, pad, dev);
 }
 
 }  // namespace
@@ -477,7 +750,8 @@ bool sm90_backward(const detail::FlashParams& p, DType dtype, int device, gpuStr
     return false;
   if (!is_sm90(device)) return false;
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  return bf16 ? launch_cfg<true>(p, s, l2, dl, pad) : launch_cfg<false>(p, s, l2, dl, pad);
+  return bf16 ? launch_cfg<true>(p, s, l2, dl, pad, device)
+              : launch_cfg<false>(p, s, l2, dl, pad, device);
 }
 
 }  // namespace kiln::gpu::flash
