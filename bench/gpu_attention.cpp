@@ -2,7 +2,9 @@
 // and forward+backward TFLOP/s at B16 H12 T1024 D64 and B4 H32 T4096 D128.
 // bench/torch_gpu_attention.py runs the same cases in PyTorch; bench/run_attention_bench.sh both.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <vector>
 
@@ -32,9 +34,53 @@ double gpu_ms(int iters, const std::function<void()>& f) {
   return median(t);
 }
 
+// KILN_BENCH_ATTN_DETAIL=1: where the time of a forward+backward step goes. GPU time of the
+// forward and of the backward (events between them, summed over iters steps), host time to issue
+// one step, and the allocator's device allocations / frees / whole-device syncs during the steps.
+void step_detail(const char* name, int iters, const std::function<void()>& fwd,
+                 const std::function<void()>& bwd) {
+  auto stat = [](const char* key) { return kiln::cuda::memory_stats().at(key); };
+  fwd();
+  bwd();
+  kiln::cuda::synchronize();
+  const int64_t a0 = stat("num_device_alloc"), f0 = stat("num_device_free");
+  const int64_t s0 = stat("num_sync_all_streams");
+  std::vector<kiln::cuda::Event> ev;
+  for (int i = 0; i < 3 * iters; ++i) ev.emplace_back(true);
+  double host_us = 0;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ev[3 * i].record();
+    fwd();
+    ev[3 * i + 1].record();
+    bwd();
+    ev[3 * i + 2].record();
+    host_us +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  ev.back().synchronize();
+  double f = 0, b = 0, gap = 0;
+  for (int i = 0; i < iters; ++i) {
+    f += ev[3 * i].elapsed_time(ev[3 * i + 1]);
+    b += ev[3 * i + 1].elapsed_time(ev[3 * i + 2]);
+    if (i > 0) gap += ev[3 * i - 1].elapsed_time(ev[3 * i]);
+  }
+  std::printf(
+      "{\"detail\": \"%s\", \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"between_steps_ms\": %.4f, "
+      "\"host_issue_ms\": %.4f, \"device_allocs\": %lld, \"device_frees\": %lld, "
+      "\"device_syncs\": %lld}\n",
+      name, f / iters, b / iters, iters > 1 ? gap / (iters - 1) : 0.0, host_us / iters / 1000,
+      static_cast<long long>(stat("num_device_alloc") - a0),
+      static_cast<long long>(stat("num_device_free") - f0),
+      static_cast<long long>(stat("num_sync_all_streams") - s0));
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main() {
+  const char* detail_env = std::getenv("KILN_BENCH_ATTN_DETAIL");
+  const bool detail = detail_env && detail_env[0] == '1';
   namespace F = kiln::nn::functional;
   const kiln::Device gpu(kiln::kCUDA, 0);
   struct Shape {
@@ -80,6 +126,18 @@ int main() {
         "\"tflops\": %.1f}\n",
         name, kiln::nn::attention_backend(), ms, 3.5 * fwd_flops / ms / 1e9);
     std::fflush(stdout);
+    if (detail) {
+      kiln::Tensor o;
+      step_detail(
+          name, iters, [&] { o = F::scaled_dot_product_attention(qg, kg, vg, {}, 0, true); },
+          [&] {
+            o.backward(go);
+            o = {};
+            qg.mutable_grad() = {};
+            kg.mutable_grad() = {};
+            vg.mutable_grad() = {};
+          });
+    }
   }
   return 0;
 }

@@ -71,8 +71,8 @@ case "${1:-}" in
       echo "== $(basename "$f")"
       python3 - "$f" "$out/torch_attention.jsonl" <<'PY'
 import json, sys
-k = {r["bench"]: r for r in map(json.loads, open(sys.argv[1]))}
-t = {r["bench"]: r for r in map(json.loads, open(sys.argv[2]))}
+k = {r["bench"]: r for r in map(json.loads, open(sys.argv[1])) if "bench" in r}
+t = {r["bench"]: r for r in map(json.loads, open(sys.argv[2])) if "bench" in r}
 print(f"{'case':<30} {'kiln TFLOP/s':>13} {'torch TFLOP/s':>14} {'ratio':>7}  kiln backend")
 for name, r in k.items():
     if name in t:
@@ -80,6 +80,9 @@ for name, r in k.items():
               f"{r['tflops'] / t[name]['tflops']:>7.2f}  {r.get('backend', '')}")
 PY
     done
+    # KILN_BENCH_ATTN_DETAIL=1 (read by both programs): per-step forward / backward GPU time, host
+    # issue time and allocator activity, printed as "detail" lines.
+    grep -h '"detail"' "$out"/kiln_attention.jsonl "$out/torch_attention.jsonl" || true
     ;;
   *)
     echo "usage: $0 --build | --run" >&2

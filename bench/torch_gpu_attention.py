@@ -1,6 +1,8 @@
 # PyTorch side of bench/gpu_attention.cpp: causal bf16 F.scaled_dot_product_attention, forward and
 # forward+backward TFLOP/s at B16 H12 T1024 D64 and B4 H32 T4096 D128 (JSON lines).
 import json
+import os
+import time
 
 import torch
 import torch.nn.functional as F
@@ -44,6 +46,31 @@ def main():
         ms = gpu_ms(iters, step)
         print(json.dumps({"bench": name + "_fwdbwd", "impl": "torch", "ms": round(ms, 4),
                           "tflops": round(3.5 * fwd_flops / ms / 1e9, 1)}), flush=True)
+        if os.environ.get("KILN_BENCH_ATTN_DETAIL") == "1":
+            step_detail(name, iters, qg, kg, vg, go)
+
+
+def step_detail(name, iters, qg, kg, vg, go):
+    """GPU time of the forward and the backward of a step, host time to issue one (as
+    bench/gpu_attention.cpp's KILN_BENCH_ATTN_DETAIL)."""
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3 * iters)]
+    host = 0.0
+    for i in range(iters):
+        t0 = time.perf_counter()
+        ev[3 * i].record()
+        o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
+        ev[3 * i + 1].record()
+        o.backward(go)
+        qg.grad = kg.grad = vg.grad = None
+        ev[3 * i + 2].record()
+        host += time.perf_counter() - t0
+    ev[-1].synchronize()
+    f = sum(ev[3 * i].elapsed_time(ev[3 * i + 1]) for i in range(iters)) / iters
+    b = sum(ev[3 * i + 1].elapsed_time(ev[3 * i + 2]) for i in range(iters)) / iters
+    gap = sum(ev[3 * i - 1].elapsed_time(ev[3 * i]) for i in range(1, iters)) / max(iters - 1, 1)
+    print(json.dumps({"detail": name, "impl": "torch", "fwd_ms": round(f, 4), "bwd_ms": round(b, 4),
+                      "between_steps_ms": round(gap, 4),
+                      "host_issue_ms": round(host / iters * 1000, 4)}), flush=True)
 
 
 if __name__ == "__main__":
