@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       for (int kk = 0; kk < kD / 16; ++kk) {
         const uint32_t off = ((kk / 4) * kBk * 128 + (kk % 4) * 32) >> 4;  // k16 step
         if constexpr (C::kQReg) {
-          wgmma_rs_n64_kb<kBf16>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
+          wgmma_rs_n64<kBf16, 0>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
         } else {
           const uint32_t qoff = ((kk / 4) * kBq * 128 + (kk % 4) * 32) >> 4;
           wgmma_s<kBf16, kBk>(sx, q_desc + qoff, kd + off, kk > 0 ? 1 : 0);
