@@ -89,7 +89,11 @@ struct BwdCfg {
   // Three equivalent codings of P^T's mask (0 one loop, predicated; 1 the same loop in a generic
   // lambda; 2 per-thread limits, one compare a value): the same results, different ptxas
   // schedules; measured (ncu, H100, interleaved) head dim 128: 2.66-2.69 ms, 2.54-2.56, 2.61-2.64;
-  // head dim 64: 228.3-228.7 us, 230.6-230.8, 226.8-226.9.
+  // head dim 64: 228.3-228.7 us, 230.6-230.8, 226.8-226.9. Back to back in a training step
+  // (bench/run_attention_bench.sh, where the H100 lowers its clocks under its power cap: 1755-1965
+  // MHz seen) coding 2 is the faster one at head dim 128 too: forward+backward 467.2 / 470.1
+  // TFLOP/s against 455.4 / 458.1 for coding 1 (two interleaved passes), so both head dims use
+  // coding 2.
   static constexpr int kMask = kMask_;
   static constexpr int kDqBytes = kBq * kD * 4;
   static constexpr int kBk = 64 * kC, kThreads = 128 * (kC + 1);
@@ -607,9 +611,9 @@ struct Shapes {
   using S7 = BwdCfg<kD, kC, 2, kMinBlocks, 2, 2>;
 };
 // One consumer warpgroup of 64 keys, two blocks an SM; two of 64 keys sharing Q / dO, one block an
-// SM. Mask codings: the faster of each (see BwdCfg::kMask).
+// SM. Mask coding 2 for both (see BwdCfg::kMask).
 using Shapes64 = Shapes<64, 1, 2, 2>;
-using Shapes128 = Shapes<128, 2, 1, 1>;
+using Shapes128 = Shapes<128, 2, 1, 2>;
 using Cfg64Two = BwdCfg<64, 2, 3, 1>;
 
 int env_digit(const char* name, int fallback, int max) {
