@@ -311,24 +311,19 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       if (lane == 0) mbar_arrive(empty(u % kStages));  // Q / dO of tile u are read
     }
   };
-  auto issue_dv = [&](const uint64_t do_md) {
+  // acc += A B over the tile's kBq queries: dV += P^T dO (a = pa), dK += dS^T Q (a = da).
+  auto issue_kv_grad = [&](float(&acc)[kD / 2], const uint32_t(&a)[kBq / 16][4],
+                           const uint64_t md) {
 #pragma unroll
     for (int kk = 0; kk < kBq / 16; ++kk) {
       if constexpr (kD == 64)
-        wgmma_rs_n64<kBf16>(dv, pa[kk], desc_add(do_md, kk * 2048), 1);
+        wgmma_rs_n64<kBf16>(acc, a[kk], desc_add(md, kk * 2048), 1);
       else
-        wgmma_rs_n128<kBf16>(dv, pa[kk], desc_add(do_md, kk * 2048), 1);
+        wgmma_rs_n128<kBf16>(acc, a[kk], desc_add(md, kk * 2048), 1);
     }
   };
-  auto issue_dk = [&](const uint64_t q_md) {
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) {
-      if constexpr (kD == 64)
-        wgmma_rs_n64<kBf16>(dk, da[kk], desc_add(q_md, kk * 2048), 1);
-      else
-        wgmma_rs_n128<kBf16>(dk, da[kk], desc_add(q_md, kk * 2048), 1);
-    }
-  };
+  auto issue_dv = [&](const uint64_t do_md) { issue_kv_grad(dv, pa, do_md); };
+  auto issue_dk = [&](const uint64_t q_md) { issue_kv_grad(dk, da, q_md); };
   // dQ [kBq, this warpgroup's kDqN columns] = dS K over all kBk keys, columns kDqW w ..;
   // B = K MN-major: keys kk 16 .. of key tile kk / 4, column c in box c / 64.
   auto issue_dq = [&](int w) {
