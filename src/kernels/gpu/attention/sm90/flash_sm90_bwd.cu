@@ -646,20 +646,6 @@ int bwd_group_env() {
   }();
   return g;
 }
-int sm_count(int device) {
-  static std::atomic<int> n[64];
-  if (device < 0 || device >= 64) return 132;
-  int c = n[device].load(std::memory_order_relaxed);
-  if (c == 0) {
-    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        c <= 0) {
-      (void)cudaGetLastError();
-      c = 132;
-    }
-    n[device].store(c, std::memory_order_relaxed);
-  }
-  return c;
-}
 
 template <bool kBf16, class C>
 bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const float* dl,
@@ -677,13 +663,8 @@ bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const fl
       bwd_tma_out() &&
       make_map(&mdk, p.dk, kBf16, p.d, p.tk, p.hk, p.b, p.dk_sr, p.dk_sh, p.dk_sb, 64) &&
       make_map(&mdv, p.dv, kBf16, p.d, p.tk, p.hk, p.b, p.dk_sr, p.dk_sh, p.dk_sb, 64);
-  const auto kernel = &sm90_bwd_kernel<kBf16, C>;
-  static const bool attr = [&] {
-    return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                C::kSmem) == cudaSuccess;
-  }();
-  if (!attr) return false;
+  constexpr auto kernel = &sm90_bwd_kernel<kBf16, C>;
+  if (!smem_limit_set<kernel>(C::kSmem)) return false;
   // One block per (key tile, batch, head), in the order of Note [Flash sm90 backward grid order].
   const int64_t nkt = (p.tk + C::kBk - 1) / C::kBk, nhb = static_cast<int64_t>(p.hq) * p.b;
   if (nkt * nhb > INT_MAX) return false;

@@ -607,15 +607,7 @@ int resident_blocks(const void* kernel, int device) {
       n = 1;
     per_sm.store(n, std::memory_order_relaxed);
   }
-  static std::atomic<int> sms[64];
-  const int di = device >= 0 && device < 64 ? device : 0;
-  int m = sms[di].load(std::memory_order_relaxed);
-  if (m == 0) {
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || m < 1)
-      m = 1;
-    sms[di].store(m, std::memory_order_relaxed);
-  }
-  return n * m;
+  return n * sm_count(device);
 }
 
 template <bool kBf16, class C>
@@ -625,13 +617,8 @@ bool launch(const FlashParams& p, int device, cudaStream_t stream) {
       !make_map(&mk, p.k, kBf16, p.d, p.tk, p.hk, p.b, p.k_sr, p.k_sh, p.k_sb, C::kBk) ||
       !make_map(&mv, p.v, kBf16, p.d, p.tk, p.hk, p.b, p.v_sr, p.v_sh, p.v_sb, C::kBk))
     return false;
-  const auto kernel = &sm90_fwd_kernel<kBf16, C>;
-  static const bool attr = [&] {
-    return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                C::kSmem) == cudaSuccess;
-  }();
-  if (!attr) return false;
+  constexpr auto kernel = &sm90_fwd_kernel<kBf16, C>;
+  if (!smem_limit_set<kernel>(C::kSmem)) return false;
   // Work tiles in groups of about one resident wave (Note [Flash sm90 forward schedule]).
   const int64_t nq = (p.tq + C::kBq - 1) / C::kBq, nbh = p.hq * p.b, items = nq * nbh;
   if (items > INT_MAX / 2) return false;

@@ -90,4 +90,29 @@ inline bool is_sm90(int device) {
   return s == 1;
 }
 
+// Multiprocessors of the device, cached per device (132, an H100's count, when unreadable).
+inline int sm_count(int device) {
+  static std::atomic<int> n[64];
+  if (device < 0 || device >= 64) return 132;
+  int c = n[device].load(std::memory_order_relaxed);
+  if (c == 0) {
+    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        c <= 0) {
+      (void)cudaGetLastError();
+      c = 132;
+    }
+    n[device].store(c, std::memory_order_relaxed);
+  }
+  return c;
+}
+
+// Lets kKernel use `bytes` of dynamic shared memory (set once per kernel); whether that worked.
+template <auto kKernel>
+bool smem_limit_set(int bytes) {
+  static const bool ok =
+      cudaFuncSetAttribute(reinterpret_cast<const void*>(kKernel),
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
+  return ok;
+}
+
 }  // namespace kiln::gpu::flash::sm90
