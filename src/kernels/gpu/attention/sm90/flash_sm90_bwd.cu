@@ -352,21 +352,19 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     float st[32], dp[32];
 #pragma unroll
     for (int i = 0; i < 32; ++i) st[i] = dp[i] = 0.0f;
+    // acc = A B^T over the head dim, both K-major (S^T = K Q^T, dP^T = V dO^T), one commit group.
+    auto issue_kmajor = [&](float(&acc)[32], const uint64_t a_kd, const uint64_t b_kd) {
+      wgmma_ss_n64<kBf16>(acc, a_kd, b_kd, 0);
+#pragma unroll
+      for (int kk = 1; kk < kD / 16; ++kk) {
+        const uint32_t off = (kk / 4) * kTile + (kk % 4) * 32;
+        wgmma_ss_n64<kBf16>(acc, desc_add(a_kd, off), desc_add(b_kd, off), 1);
+      }
+      wgmma_commit();
+    };
     wgmma_fence();
-    wgmma_ss_n64<kBf16>(st, k_kd, q_kd, 0);
-#pragma unroll
-    for (int kk = 1; kk < kD / 16; ++kk) {
-      const uint32_t off = (kk / 4) * kTile + (kk % 4) * 32;
-      wgmma_ss_n64<kBf16>(st, desc_add(k_kd, off), desc_add(q_kd, off), 1);
-    }
-    wgmma_commit();
-    wgmma_ss_n64<kBf16>(dp, v_kd, do_kd, 0);
-#pragma unroll
-    for (int kk = 1; kk < kD / 16; ++kk) {
-      const uint32_t off = (kk / 4) * kTile + (kk % 4) * 32;
-      wgmma_ss_n64<kBf16>(dp, desc_add(v_kd, off), desc_add(do_kd, off), 1);
-    }
-    wgmma_commit();
+    issue_kmajor(st, k_kd, q_kd);
+    issue_kmajor(dp, v_kd, do_kd);
     wgmma_wait<1>();  // S^T (orders 1, 2: and the last tile's dK / dV)
 #pragma unroll
     for (int i = 0; i < 32; ++i) reg_fence(st[i]);
@@ -443,13 +441,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         }
       }
     }
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) {
-      pa[kk][0] = pack2<kBf16>(st[8 * kk + 0], st[8 * kk + 1]);
-      pa[kk][1] = pack2<kBf16>(st[8 * kk + 2], st[8 * kk + 3]);
-      pa[kk][2] = pack2<kBf16>(st[8 * kk + 4], st[8 * kk + 5]);
-      pa[kk][3] = pack2<kBf16>(st[8 * kk + 6], st[8 * kk + 7]);
-    }
+    acc_to_a<kBf16, kBq>(st, pa);
     if constexpr (C::kOrder == 1) {  // dV += P^T dO runs while dS^T is made
       wgmma_fence();
       issue_dv(do_md);

@@ -372,15 +372,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         }
       }
     };
-    auto pack_p = [&](const float(&s)[kBk / 2]) {
-#pragma unroll
-      for (int kk = 0; kk < kBk / 16; ++kk) {
-        pa[kk][0] = pack2<kBf16>(s[8 * kk + 0], s[8 * kk + 1]);
-        pa[kk][1] = pack2<kBf16>(s[8 * kk + 2], s[8 * kk + 3]);
-        pa[kk][2] = pack2<kBf16>(s[8 * kk + 4], s[8 * kk + 5]);
-        pa[kk][3] = pack2<kBf16>(s[8 * kk + 6], s[8 * kk + 7]);
-      }
-    };
+    auto pack_p = [&](const float(&s)[kBk / 2]) { acc_to_a<kBf16, kBk>(s, pa); };
     auto fence_s = [&](float(&s)[kBk / 2]) {
 #pragma unroll
       for (int i = 0; i < kBk / 2; ++i) reg_fence(s[i]);

@@ -405,6 +405,20 @@ __device__ inline void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
                : "memory");
 }
 
+// A wgmma accumulator (m64nN, N / 2 floats a thread) as the A operand of the next product (N / 16
+// k16 fragments of four 16-bit pairs): the accumulator and A-fragment layouts match element for
+// element, so this only rounds and packs.
+template <bool kBf16, int kN>
+__device__ inline void acc_to_a(const float (&acc)[kN / 2], uint32_t (&a)[kN / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kN / 16; ++kk) {
+    a[kk][0] = pack2<kBf16>(acc[8 * kk + 0], acc[8 * kk + 1]);
+    a[kk][1] = pack2<kBf16>(acc[8 * kk + 2], acc[8 * kk + 3]);
+    a[kk][2] = pack2<kBf16>(acc[8 * kk + 4], acc[8 * kk + 5]);
+    a[kk][3] = pack2<kBf16>(acc[8 * kk + 6], acc[8 * kk + 7]);
+  }
+}
+
 // Whether the phase of parity `parity` of an mbarrier has completed (mbarrier.test_wait: does not
 // block, so its latency can overlap other work before the result is used).
 __device__ inline bool mbar_test(uint32_t bar, uint32_t parity) {
