@@ -72,6 +72,19 @@ using namespace sm90;
 // and TMA stores (whole lines; the column-pair stores from registers wrote half sectors and held
 // the SM at each block's end) instead of st.global from registers: head dim 64 227 -> 208 us,
 // head dim 128 2640 -> 2510-2540 (same run).
+//
+// Tried in session 7 and not kept (H100, B16 H12 T1024 D64 / B4 H32 T4096 D128 causal forward +
+// backward TFLOP/s, three interleaved passes against this kernel; ncu main-kernel times): (1) no
+// zeroed dq accumulator: per (query tile, warpgroup) claim words, the first writer TMA-stores its
+// dQ share and releases the word once the store completes, later writers wait for it and add; the
+// pre-pass drops from 33 to 22.5 us at D64 (its zeroing). Issued from a writer warp of the
+// producer warpgroup (mbarrier hand-off): 251-253 / 475-480 against 252-254 / 471-474 (the
+// hand-off alone, claims off, costs 3-4% at D64); issued by the consumer leader: the claim code
+// in the loop changes ptxas's schedule (HGMMA issue spread, 615 -> 797 instructions a tile), 242-
+// 244 / 435-453 even with claims off. (2) The pre-pass inside this kernel (the producer warpgroup
+// of the first block to claim a tile fills its l2 / dl rows and zeroes its dq rows; others wait):
+// main kernel 210 -> 290 us at D64 (a state round trip per tile before each l2 / dl copy, the
+// 24-register pre-pass code spills), 222 / 420-433.
 constexpr int kBq = 64;
 constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
 constexpr int kRowBytes = kBq * 4;  // kBq floats
