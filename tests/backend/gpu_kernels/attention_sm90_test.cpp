@@ -184,9 +184,9 @@ namespace kiln {
 namespace {
 
 // Every forward kernel shape (D64Cfgs 0..4, D128Cfgs 0..5 in flash_sm90_fwd.cu, the persistent
-// ones included) against the float64 CPU kernel on small shapes (bf16, fp16) and against flash_mma
-// on shapes with more work tiles than resident blocks (several rounds per persistent block, batch
-// x heads a multiple of nothing, tq != tk, GQA).
+// and chained ones included) against the float64 CPU kernel on small shapes (bf16, fp16) and
+// against flash_mma on shapes with more work tiles than resident blocks (several rounds per
+// persistent block, batch x heads a multiple of nothing, tq != tk, GQA).
 TEST(FlashAttentionSm90, ForwardEveryShape) {
   KILN_NEED_SM90();
   ASSERT_NE(gpu::flash::sm90_set_forward_cfg, nullptr);
@@ -219,6 +219,39 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
           EXPECT_TRUE(lse_close(lse, rl, 2e-3, &worst)) << what << " lse off by " << worst;
         }
       for (const Case& c : large) {
+        seed += 10;
+        Tensor q = rnd({c.b, c.hq, c.tq, d}, seed).to(kGpu, kBFloat16),
+               k = rnd({c.b, c.hk, c.tk, d}, seed + 1).to(kGpu, kBFloat16),
+               v = rnd({c.b, c.hk, c.tk, d}, seed + 2).to(kGpu, kBFloat16);
+        const std::string what = name(c, d, kBFloat16) + " cfg " + std::to_string(cfg);
+        auto [o, lse] = fused(q, k, v, c.causal);
+        EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+        gpu::flash::sm90_set_enabled(false);
+        auto [mo, ml] = fused(q, k, v, c.causal);
+        gpu::flash::sm90_set_enabled(true);
+        EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
+        EXPECT_LT(rel(o, mo), 1e-2) << what;
+        double worst = 0.0;
+        EXPECT_TRUE(lse_close(lse, ml, 2e-3, &worst)) << what << " lse off by " << worst;
+      }
+    }
+  gpu::flash::sm90_set_forward_cfg(-1);
+}
+
+// Many short work tiles (one or two key tiles each, more work tiles than resident blocks): the
+// persistent blocks run several rounds and the chained shapes issue each next work tile's first
+// product during the epilogue, across (batch, head) boundaries, GQA and single query rows
+// included. Every forward shape against flash_mma.
+TEST(FlashAttentionSm90, ForwardManyShortWorkTiles) {
+  KILN_NEED_SM90();
+  ASSERT_NE(gpu::flash::sm90_set_forward_cfg, nullptr);
+  const Case cases[] = {
+      {40, 8, 8, 70, 70, true}, {33, 12, 4, 1, 300, false}, {9, 40, 8, 130, 60, true}};
+  for (int64_t d : {64, 128})
+    for (int cfg = 0; cfg < (d == 64 ? 5 : 6); ++cfg) {
+      gpu::flash::sm90_set_forward_cfg(cfg);
+      uint64_t seed = 900;
+      for (const Case& c : cases) {
         seed += 10;
         Tensor q = rnd({c.b, c.hq, c.tq, d}, seed).to(kGpu, kBFloat16),
                k = rnd({c.b, c.hk, c.tk, d}, seed + 1).to(kGpu, kBFloat16),

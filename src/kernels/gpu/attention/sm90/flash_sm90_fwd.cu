@@ -1,6 +1,6 @@
 // Hopper (sm_90a) fused-attention forward, FlashAttention-3 style: a producer warp streams Q/K/V
 // tiles by TMA into 128-byte-swizzled shared memory (mbarrier pipeline), consumer warpgroups run
-// S = Q K^T and O += P V on wgmma with the softmax of one tile overlapping the P V of the last.
+// S = Q K^T and O += P V on wgmma, one warpgroup's softmax overlapping another's products.
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -32,36 +32,53 @@ using namespace sm90;
 // tile t a consumer warpgroup issues S_t = Q K_t^T (wgmma m64nKk16, both operands K-major in
 // shared memory, or Q from registers with kQReg), then O += P_{t-1} V_{t-1} (m64nDk16, P from
 // registers in the A-fragment layout, V read N-major), waits for S_t alone and runs the online
-// softmax of tile t while the tensor cores finish P_{t-1} V_{t-1}; then it rescales O and packs
-// P_t. With two consumers and kPingPong they take turns issuing (named barriers 2 and 3). Shared
-// tiles are [D / 64][rows][64 elements] with TMA's 128-byte swizzle (16-byte chunk c of row r at
-// c ^ (r % 8)), the layout wgmma's SW128 descriptors read: K-major operands step 32 bytes per k16
-// inside a 64-element chunk (stride between 8-row groups 1024 bytes); V (N-major) steps 16 rows =
-// 2048 bytes per k16, its 64-column chunks kBk 128 bytes apart (the leading byte offset). The
+// softmax of tile t, rescales O and packs P_t. ptxas hoists the wait for P_{t-1} V_{t-1} to the top
+// of the softmax (nothing ties them), so P V overlaps the softmax of the other warpgroup
+// (kPingPong: they take turns issuing, named barriers 2 and 3) or the other blocks, not its own.
+// Shared tiles are [D / 64][rows][64 elements] with TMA's 128-byte swizzle (16-byte chunk c of row
+// r at c ^ (r % 8)), the layout wgmma's SW128 descriptors read: K-major operands step 32 bytes per
+// k16 inside a 64-element chunk (stride between 8-row groups 1024 bytes); V (N-major) steps 16 rows
+// = 2048 bytes per k16, its 64-column chunks kBk 128 bytes apart (the leading byte offset). The
 // output goes through the warpgroup's (then unused) Q rows in shared memory and leaves as 16-byte
 // row chunks. Causal calls stop at the block's diagonal and mask only tiles that cross it. Softmax
 // runs in the log2 domain with the scale folded into the exponent (scale > 0 only). Semantics
 // match flash_mma.cuh: causal is top-left aligned (key j seen by row i iff j <= i), rows without
 // keys give 0 and lse = -inf.
 //
-// Measured on an H100 (session 6), causal bf16, bench/run_attention_bench.sh with
-// KILN_BENCH_SM90_CFGS (TFLOP/s; PyTorch 2.11 / cuDNN 305-309 and 586-594 in the same runs) and
-// ncu kernel times (cuDNN 83.6 us and 917 us):
+// Measured on an H100, causal bf16: bench/run_attention_bench.sh in-stream TFLOP/s
+// (KILN_FLASH_SM90_CFG variants, 2-3 passes, PyTorch 2.11 / cuDNN in the same run) and ncu kernel
+// times (--clock-control none). Session 7, B16 H12 T1024 D64 | B4 H32 T4096 D128:
+//   final run: defaults 307.5-310.8 (86.6-87.3 us) | 597.0-599.9 (912-915 us), session 6 defaults
+//   289.8-291.6 (92.0-92.9 us) | 588.1-594.3 (926-931 us), cuDNN 300.4-304.8 (83.3-84.1 us) |
+//   568.3-593.7 (921-929 us); a later run: defaults 312.4-314.0 | 603.9-610.5 (908-911 us), cuDNN
+//   304.7-308.5 | 587.8-599.1. The SASS of both session 6 defaults showed the P V wait above the
+//   exponentials (see above). Forcing it below them ("kSplit", removed: a spin on a completed
+//   mbarrier phase, in a branch on the row sums so the exponentials cannot sink past it) was
+//   slower: 291-297 vs 300-301 (89.6-90.4 us vs 88.4) | 581-586 vs 587-589 (942 us vs 937).
+//   O out by TMA stores from the staged rows (Q buffer released at the next work tile; removed):
+//   276-280 vs 293 | 548 vs 582. D64 kBk 128, 1 consumer, 2 blocks/SM (with or without kQReg):
+//   188-191. D128 3 stages + 1 Q buffer: 568-572 (974 us vs 937). kDeferO: 303-305 vs 292-296
+//   (87.8 vs 90.3 us) | 604-606 vs 601-605 (911 vs 916 us). kChain alone: 304-305 | 586-587 (930 vs
+//   925 us); kDeferO + kChain (D64 default) 308-313 (85.4-86.3 us), + kQEarly 309-311 (86.0 us);
+//   D128 kLazy + kDeferO 596-597 (924 us), + kChain 603-605 (911 us), + kQEarly 605-607 (907 us),
+//   + kQReg (D128 default, 32 more registers of Q fragments, no spills) 608 (901-905 us); kQReg +
+//   kDeferO alone 602-604 (914 us). The last P V issued before the waits for the next work tile's
+//   Q and K, with that Q loaded after the last V (removed): 308-311 | 603-606, no better. ncu of
+//   the session 6 D128 default: tensor pipe 67% of cycles, issue slots 39% busy, 0.58 eligible
+//   warps per scheduler; D64: tensor 34%, issue 48%, 0.88.
+// Session 6 (cuDNN 305-309 | 586-594, 83.6 | 917 us):
 //   B16 H12 T1024 D64 (before: 1 consumer, 3 blocks/SM, non-persistent, 273-276, 94.6 us):
 //     persistent 284 (93.8 us); + kQReg 294 (91.1 us); + kLazy + descriptors made once 294-297
-//     (90.2-91.5 us); + kEarly (the default) 300 (89.7 us); balanced-tree max / sum (kTree) 291-297
-//     (91.5-91.9 us); S of tile t + 1 issued before the softmax of tile t in a second register set
-//     ("kPipeS", removed; 2 blocks/SM, 232 registers) 243-250 (108-111 us), 3 blocks/SM serialized
-//     by ptxas 260, 2 consumers 224 (115 us); 2 consumers x 2 blocks/SM (104 registers, 48 bytes
-//     spilled) 276-289; 1 consumer x 4 blocks/SM (spills) 296; 2 consumers ping-pong kBk 128, 1
-//     block/SM 228-235. ncu (persistent + kQReg): issue slots 51% busy, tensor pipe 32%, MUFU (XU)
-//     40%, L2 6.5 TB/s (55%), ~1 eligible warp per scheduler; stalls per issued instruction:
-//     wait 1.5, long scoreboard 1.0, not selected 0.8: latency-bound at 3 consumer warpgroups per
-//     SM, each ~2300 cycles per key tile (~360 instructions per thread).
+//     (90.2-91.5 us); + kEarly 300 (89.7 us); balanced-tree max / sum ("kTree", removed in session
+//     7) 291-297; S of tile t + 1 issued before the softmax of tile t in a second register set
+//     (2 blocks/SM, 232 registers) 243-250, 3 blocks/SM serialized by ptxas 260, 2 consumers 224;
+//     2 consumers x 2 blocks/SM (48 bytes spilled) 276-289; 1 consumer x 4 blocks/SM (spills) 296;
+//     2 consumers ping-pong kBk 128, 1 block/SM 228-235. ncu: issue slots 51% busy, tensor 32%,
+//     MUFU 40%, L2 6.5 TB/s (55%); stalls per issued instruction: wait 1.5, long scoreboard 1.0.
 //   B4 H32 T4096 D128: 2 consumers ping-pong kBk 128, 1 block/SM: non-persistent 3 stages 575-585
-//     (945 us), persistent 2 stages 575-593 (943-956 us), + kEarly (the default) 584 (942 us),
-//     with kLazy 572-580 (959 us), kTree 582 (943 us), no ping-pong 585-587. Earlier (H200): kBk 64
-//     482-488; clusters of 2 multicasting K/V halves 432 (D64: 150).
+//     (945 us), persistent 2 stages 575-593, + kEarly 584 (942 us), with kLazy 572-580 (959 us),
+//     kTree 582, no ping-pong 585-587. Earlier (H200): kBk 64 482-488; clusters of 2 multicasting
+//     K/V halves 432 (D64: 150).
 // ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to 240; 80 at entry (3
 // blocks/SM), consumers 136.
 //
@@ -70,20 +87,26 @@ using namespace sm90;
 // work; the register split follows), kPingPong (2 consumers): the consumer warpgroups take turns
 // issuing their MMAs (named barriers), so one's softmax overlaps the other's products. kPersist:
 // one wave of blocks, each looping over work tiles (Note [Flash sm90 forward schedule]), with
-// kQBufs Q buffers (2: the next tile's Q loads during this one). kQReg (head dim 64, kBk 64): Q's
+// kQBufs Q buffers (2: the next tile's Q loads during this one). kQReg (kBk 64 or 128): Q's
 // fragments are loaded into registers once per tile, and S = Q K^T reads only K from shared memory.
 // kLazy: the running max moves only when it grows by more than 8 (log2), so most key tiles skip the
-// O rescale. kTree: row maxima / sums as balanced trees. kEarly: the next key tile's barriers are
-// tested before the softmax and waited on only when found incomplete.
+// O rescale. kEarly: the next key tile's barriers are
+// tested before the softmax and waited on only when found incomplete. kDeferO: O is rescaled for
+// tile t - 1 after S_t is issued (it runs meanwhile) and before P_{t-1} V_{t-1} (FlashAttention-3's
+// order), not between the wait for P V and the next issue. kChain (2 Q buffers): the next work
+// tile's S_0 is issued with the last P V of this one and runs during the epilogue. kQEarly (2 Q
+// buffers): the producer loads the next work tile's Q right after this one's last K, not after the
+// next one's first K (kChain needs it at the end of this work tile).
 template <int kD_, int kBk_, int kStages_, int kConsumers_, int kMinBlocks_, bool kPingPong_,
           bool kPersist_ = false, int kQBufs_ = 1, bool kQReg_ = false, bool kLazy_ = false,
-          bool kTree_ = false, bool kEarly_ = false>
+          bool kEarly_ = false, bool kDeferO_ = false, bool kChain_ = false, bool kQEarly_ = false>
 struct FwdCfg {
   static constexpr int kD = kD_, kBk = kBk_, kStages = kStages_, kConsumers = kConsumers_;
   static constexpr int kMinBlocks = kMinBlocks_, kQBufs = kQBufs_;
   static constexpr bool kPingPong = kPingPong_ && kConsumers == 2, kPersist = kPersist_;
-  static constexpr bool kQReg = kQReg_ && kD == 64 && kBk == 64, kLazy = kLazy_;
-  static constexpr bool kTree = kTree_, kEarly = kEarly_;
+  static constexpr bool kQReg = kQReg_ && (kBk == 64 || kBk == 128), kLazy = kLazy_;
+  static constexpr bool kEarly = kEarly_, kDeferO = kDeferO_;
+  static constexpr bool kChain = kChain_ && kQBufs_ == 2, kQEarly = kQEarly_ && kQBufs_ == 2;
   static constexpr int kBq = 64 * kConsumers, kThreads = 128 * (kConsumers + 1);
   static constexpr int kChunks = kD / 64;
   static constexpr int kQBytes = kBq * kD * 2;
@@ -140,18 +163,37 @@ struct StageSlot {
   }
 };
 
-// The maximum (kSum: sum) of row kE's values in n-blocks [kLo, kLo + kCnt) of an S fragment (the
-// wgmma accumulator layout: s[4 n + 2 kE], s[4 n + 2 kE + 1]), as a balanced tree.
-template <bool kSum, int kLo, int kCnt, int kE, int kN>
-__device__ inline float row_tree(const float (&s)[kN]) {
-  if constexpr (kCnt == 1) {
-    return kSum ? s[4 * kLo + 2 * kE] + s[4 * kLo + 2 * kE + 1]
-                : fmaxf(s[4 * kLo + 2 * kE], s[4 * kLo + 2 * kE + 1]);
-  } else {
-    const float a = row_tree<kSum, kLo, kCnt / 2, kE>(s);
-    const float b = row_tree<kSum, kLo + kCnt / 2, kCnt / 2, kE>(s);
-    return kSum ? a + b : fmaxf(a, b);
-  }
+// d[64 x 128] = A[64 x 16] B[16 x 128] (+ d when acc != 0); A in registers (the A-fragment layout
+// of mma.m16n8k16), B K-major in shared memory (as S = Q K^T reads K).
+template <bool kBf16>
+__device__ inline void wgmma_rs_n128_kmajor(float (&d)[64], const uint32_t (&a)[4], uint64_t db,
+                                            int acc) {
+#define KILN_WGMMA_RS_N128_K(TY)                                                                   \
+  asm volatile(                                                                                    \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY                                     \
+      " {"                                                                                         \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, "                \
+      "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, "                \
+      "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "                \
+      "%62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"                                     \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+        "+f"(d[63])                                                                                \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc))
+  if constexpr (kBf16)
+    KILN_WGMMA_RS_N128_K("bf16");
+  else
+    KILN_WGMMA_RS_N128_K("f16");
+#undef KILN_WGMMA_RS_N128_K
 }
 
 template <bool kBf16, int kN>
@@ -222,6 +264,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       tma_prefetch_map(&mk);
       tma_prefetch_map(&mv);
       int it = 0;  // key tiles loaded so far (all work tiles): stage it % kStages
+      auto load_q = [&](int rq, int qi0, int qh, int qbat) {  // work tile rq's Q
+        const int qb = rq % C::kQBufs, qu = rq / C::kQBufs;
+        if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
+        mbar_arrive_expect_tx(q_full(qb), C::kQBytes);
+        for (int c = 0; c < kChunks; ++c)
+          tma_load_4d(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, qi0, qh, qbat);
+      };
       for (int r = 0;; ++r) {
         const int w = fwd_item(r);
         if (w >= sc.items) break;
@@ -235,12 +284,17 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           mbar_arrive_expect_tx(k_full(s), C::kTileBytes);
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(k_buf(s) + c * kBk * 128, &mk, k_full(s), c * 64, t * kBk, hk, b);
-          if (t == 0) {  // Q after the first K (a single Q buffer waits for the last epilogue)
-            const int qb = r % C::kQBufs, qu = r / C::kQBufs;
-            if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
-            mbar_arrive_expect_tx(q_full(qb), C::kQBytes);
-            for (int c = 0; c < kChunks; ++c)
-              tma_load_4d(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, i0, h, b);
+          // Q after the first K (a single Q buffer waits for the last epilogue); kQEarly: the next
+          // work tile's Q after this one's last K (its buffer is free once the work tile before
+          // this one is done).
+          if (t == 0 && (!C::kQEarly || r == 0)) load_q(r, i0, h, b);
+          if (C::kQEarly && t == nt - 1) {
+            const int wn = fwd_item(r + 1);
+            if (wn < sc.items) {
+              int qn, bhn;
+              fwd_decode(sc, wn, qn, bhn);
+              load_q(r + 1, qn * kBq, bhn % p.hq, bhn / p.hq);
+            }
           }
           if (it >= kStages) mbar_wait(v_empty(s), (u - 1) & 1);
           mbar_arrive_expect_tx(v_full(s), C::kTileBytes);
@@ -270,7 +324,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     for (int i = 0; i < kBk / 2; ++i) s[i] = 0.0f;
     uint32_t pa[kBk / 16][4];
     uint32_t qa[C::kQReg ? kD / 16 : 1][4];
-    float m[2], l[2];
+    float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
 
     // Descriptors are linear in the address (bits 0-13: address / 16), so the stage and k16
     // offsets are added to ones made once (with a stage counter in place of divisions).
@@ -283,7 +337,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       for (int kk = 0; kk < kD / 16; ++kk) {
         const uint32_t off = ((kk / 4) * kBk * 128 + (kk % 4) * 32) >> 4;  // k16 step
         if constexpr (C::kQReg) {
-          wgmma_rs_n64<kBf16, 0>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
+          if constexpr (kBk == 64)
+            wgmma_rs_n64<kBf16, 0>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
+          else
+            wgmma_rs_n128_kmajor<kBf16>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
         } else {
           const uint32_t qoff = ((kk / 4) * kBq * 128 + (kk % 4) * 32) >> 4;
           wgmma_s<kBf16, kBk>(sx, q_desc + qoff, kd + off, kk > 0 ? 1 : 0);
@@ -314,62 +371,33 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
             if (jl >= klim || (p.causal && jl > il)) s[4 * n + r] = neg_inf();
           }
       }
-      if constexpr (C::kTree) {
-        // Both rows at once, maxima and sums as trees (short dependency chains).
-        float mx[2] = {row_tree<false, 0, kBk / 8, 0>(s), row_tree<false, 0, kBk / 8, 1>(s)};
 #pragma unroll
-        for (int e = 0; e < 2; ++e) mx[e] = fmaxf(mx[e], warp_shfl_xor(mx[e], 1));
-#pragma unroll
-        for (int e = 0; e < 2; ++e) mx[e] = fmaxf(mx[e], warp_shfl_xor(mx[e], 2));
-        float mu[2];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float mn = fmaxf(m[e], mx[e] * sl2);
-          bool keep = false;
-          if constexpr (C::kLazy) {
-            keep = !(mn > m[e] + 8.0f);
-            if (keep) mn = m[e];
-          }
-          mu[e] = mn == neg_inf() ? 0.0f : mn;
-          al[e] = keep ? 1.0f : exp2_approx(m[e] - mu[e]);
-          m[e] = mn;
-        }
+      for (int e = 0; e < 2; ++e) {
+        float mx = neg_inf();
 #pragma unroll
         for (int n = 0; n < kBk / 8; ++n)
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            s[4 * n + r] = exp2_approx(fmaf(s[4 * n + r], sl2, -mu[r >> 1]));
-        l[0] = l[0] * al[0] + row_tree<true, 0, kBk / 8, 0>(s);
-        l[1] = l[1] * al[1] + row_tree<true, 0, kBk / 8, 1>(s);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float mx = neg_inf();
-#pragma unroll
-          for (int n = 0; n < kBk / 8; ++n)
-            mx = fmaxf(mx, fmaxf(s[4 * n + 2 * e], s[4 * n + 2 * e + 1]));
-          mx = fmaxf(mx, warp_shfl_xor(mx, 1));
-          mx = fmaxf(mx, warp_shfl_xor(mx, 2));
-          mx = fmaxf(m[e], mx * sl2);
-          // kLazy: the running max moves only when it grows by more than 8 (log2 units), so most
-          // tiles leave O alone (al = 1); P stays <= 256 and O / l use the same max (exact).
-          bool keep = false;
-          if constexpr (C::kLazy) {
-            keep = !(mx > m[e] + 8.0f);
-            if (keep) mx = m[e];
-          }
-          const float mu = mx == neg_inf() ? 0.0f : mx;
-          al[e] = keep ? 1.0f : exp2_approx(m[e] - mu);
-          m[e] = mx;
-          float rs = 0.0f;
-#pragma unroll
-          for (int n = 0; n < kBk / 8; ++n) {
-            s[4 * n + 2 * e] = exp2_approx(fmaf(s[4 * n + 2 * e], sl2, -mu));
-            s[4 * n + 2 * e + 1] = exp2_approx(fmaf(s[4 * n + 2 * e + 1], sl2, -mu));
-            rs += s[4 * n + 2 * e] + s[4 * n + 2 * e + 1];
-          }
-          l[e] = l[e] * al[e] + rs;
+          mx = fmaxf(mx, fmaxf(s[4 * n + 2 * e], s[4 * n + 2 * e + 1]));
+        mx = fmaxf(mx, warp_shfl_xor(mx, 1));
+        mx = fmaxf(mx, warp_shfl_xor(mx, 2));
+        mx = fmaxf(m[e], mx * sl2);
+        // kLazy: the running max moves only when it grows by more than 8 (log2 units), so most
+        // tiles leave O alone (al = 1); P stays <= 256 and O / l use the same max (exact).
+        bool keep = false;
+        if constexpr (C::kLazy) {
+          keep = !(mx > m[e] + 8.0f);
+          if (keep) mx = m[e];
         }
+        const float mu = mx == neg_inf() ? 0.0f : mx;
+        al[e] = keep ? 1.0f : exp2_approx(m[e] - mu);
+        m[e] = mx;
+        float rs = 0.0f;
+#pragma unroll
+        for (int n = 0; n < kBk / 8; ++n) {
+          s[4 * n + 2 * e] = exp2_approx(fmaf(s[4 * n + 2 * e], sl2, -mu));
+          s[4 * n + 2 * e + 1] = exp2_approx(fmaf(s[4 * n + 2 * e + 1], sl2, -mu));
+          rs += s[4 * n + 2 * e] + s[4 * n + 2 * e + 1];
+        }
+        l[e] = l[e] * al[e] + rs;
       }
     };
     auto pack_p = [&](const float(&s)[kBk / 2]) { acc_to_a<kBf16, kBk>(s, pa); };
@@ -399,66 +427,83 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       if constexpr (C::kPingPong) cw == 0 ? named_arrive<3, 256>() : named_arrive<2, 256>();
     };
 
-    if (cw == 1) turn_pass();
-    for (int r = 0;; ++r) {
-      const int w = fwd_item(r);
-      if (w >= sc.items) break;
+    // A work tile: its (batch, head), first row, key tiles, Q buffer and round.
+    struct Tile {
+      int h, b, i0, ntiles, qb, r;
+    };
+    auto load_tile = [&](int rr, Tile& tl) {
+      const int w = fwd_item(rr);
+      if (w >= sc.items) return false;
       int qt, bh;
       fwd_decode(sc, w, qt, bh);
-      const int h = bh % p.hq, b = bh / p.hq;
-      i0 = qt * kBq;
-      row0 = i0 + cw * 64 + wi * 16 + g;
-      wg_row = i0 + cw * 64;
-      const int ntiles = tiles_of(i0);
-      const int qb = r % C::kQBufs;
-      q_wg = q_buf(qb) + cw * 64 * 128;
+      tl = Tile{bh % p.hq, bh / p.hq, qt * kBq, tiles_of(qt * kBq), rr % C::kQBufs, rr};
+      return true;
+    };
+    // Waits for tile tl's Q and makes what issue_s reads of it (descriptor, kQReg fragments).
+    auto open_q = [&](const Tile& tl) {
+      q_wg = q_buf(tl.qb) + cw * 64 * 128;
       q_desc = make_desc_sw128(q_wg, 16, 1024);
-#pragma unroll
-      for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
-      m[0] = m[1] = neg_inf();
-      l[0] = l[1] = 0.0f;
-
-      mbar_wait(q_full(qb), (r / C::kQBufs) & 1);
+      mbar_wait(q_full(tl.qb), (tl.r / C::kQBufs) & 1);
       if constexpr (C::kQReg) {
         // Rows wi * 16 + (j % 2) * 8 + lane % 8 and 8-element chunk 2 kk + j / 2 for matrix
         // j = lane / 8: the A fragments of k16 step kk.
         const int rr = wi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
-          const int ch = 2 * kk + (lane >> 4);
-          ldsm_x4(q_wg + rr * 128 + ((ch ^ (rr & 7)) * 16), qa[kk]);
+          const int ch = 2 * (kk % 4) + (lane >> 4);
+          ldsm_x4(q_wg + (kk / 4) * kBq * 128 + rr * 128 + ((ch ^ (rr & 7)) * 16), qa[kk]);
         }
       }
-      Slot prev = cur;  // tile t - 1
-      float al[2] = {1.0f, 1.0f};
-      auto rescale_o = [&]() {
-        // kLazy: most tiles keep the max; the warp skips the rescale when all its rows do.
-        if (!C::kLazy || __any_sync(0xffffffffu, al[0] != 1.0f || al[1] != 1.0f)) {
+    };
+    float al[2] = {1.0f, 1.0f};
+    auto rescale_o = [&]() {
+      // kLazy: most tiles keep the max; the warp skips the rescale when all its rows do.
+      if (!C::kLazy || __any_sync(0xffffffffu, al[0] != 1.0f || al[1] != 1.0f)) {
 #pragma unroll
-          for (int n = 0; n < kD / 8; ++n) {
-            o[4 * n + 0] *= al[0];
-            o[4 * n + 1] *= al[0];
-            o[4 * n + 2] *= al[1];
-            o[4 * n + 3] *= al[1];
-          }
+        for (int n = 0; n < kD / 8; ++n) {
+          o[4 * n + 0] *= al[0];
+          o[4 * n + 1] *= al[0];
+          o[4 * n + 2] *= al[1];
+          o[4 * n + 3] *= al[1];
         }
-      };
-      // kEarly: the next iteration's K / V barriers are tested (not waited on) before the softmax,
-      // so the test's latency overlaps it; a barrier found incomplete is waited on as before.
-      bool rk = false, rv = false;  // K of tile cur / V of tile prev known to have landed
-      auto test_next = [&]() {
-        if constexpr (C::kEarly) {
-          Slot nk = cur;
-          nk.next();
-          rk = mbar_test(k_full(nk.s), nk.ph);
-          rv = mbar_test(v_full(cur.s), cur.ph);
-        }
-      };
+      }
+    };
+    // kEarly: the next iteration's K / V barriers are tested (not waited on) before the softmax,
+    // so the test's latency overlaps it; a barrier found incomplete is waited on as before.
+    bool rk = false, rv = false;  // K of tile cur / V of tile prev known to have landed
+    auto test_next = [&]() {
+      if constexpr (C::kEarly) {
+        Slot nk = cur;
+        nk.next();
+        rk = mbar_test(k_full(nk.s), nk.ph);
+        rv = mbar_test(v_full(cur.s), cur.ph);
+      }
+    };
+
+    auto issue_s0 = [&](const Tile& t0) {  // S_0 of work tile t0
+      open_q(t0);
       wait_k(cur);
       turn_wait();
       wgmma_fence();
       issue_s(cur, s);
       turn_pass();
+    };
+    if (cw == 1) turn_pass();
+    Tile tl;
+    load_tile(0, tl);  // every block has a first work tile (grid <= work tiles)
+    if constexpr (C::kChain) issue_s0(tl);
+    for (;;) {
+      i0 = tl.i0;
+      row0 = i0 + cw * 64 + wi * 16 + g;
+      wg_row = i0 + cw * 64;
+      const int ntiles = tl.ntiles, qb = tl.qb;
+#pragma unroll
+      for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+      m[0] = m[1] = neg_inf();
+      l[0] = l[1] = 0.0f;
+      al[0] = al[1] = 1.0f;
+      if constexpr (!C::kChain) issue_s0(tl);
+      Slot prev = cur;  // tile t - 1
       wgmma_wait<0>();
       fence_s(s);
       release(k_empty(cur.s));
@@ -472,6 +517,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         turn_wait();
         wgmma_fence();
         issue_s(cur, s);
+        if constexpr (C::kDeferO) {  // O *= al of tile t - 1 while S_t runs, before P V adds to it
+          rescale_o();
+          wgmma_fence();
+        }
         issue_pv(prev);
         turn_pass();
         wgmma_wait<1>();  // S_t has landed; P_{t-1} V_{t-1} may still run
@@ -482,17 +531,32 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         wgmma_wait<0>();
         fence_o_pa();
         release(v_empty(prev.s));
-        rescale_o();
+        if constexpr (!C::kDeferO) rescale_o();
         pack_p(s);
         prev = cur;
         cur.next();
       }
+      // kChain: the next work tile's S_0 goes out with this one's last P V, so it runs during
+      // the epilogue (the next tile's Q is in the other buffer). After the last work tile it is
+      // issued all the same (on stale K and Q, its result dropped): wgmma under a branch would
+      // be serialized by ptxas.
+      Tile nx;
+      const bool more = load_tile(tl.r + 1, nx);
+      if (C::kChain && more) {
+        open_q(nx);
+        if (!rk) wait_k(cur);
+      }
       if (!rv) wait_v(prev);
       turn_wait();
+      if constexpr (C::kDeferO) rescale_o();
       wgmma_fence();
       issue_pv(prev);
+      if constexpr (C::kChain) issue_s(cur, s);
       turn_pass();
-      wgmma_wait<0>();
+      if constexpr (C::kChain)
+        wgmma_wait<1>();
+      else
+        wgmma_wait<0>();
       fence_o_pa();
       release(v_empty(prev.s));
 
@@ -500,8 +564,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       // aligned rows the warpgroup stages its 64 output rows in its (no longer read) rows of the Q
       // buffer, same swizzle, and stores them as 16-byte row chunks; else column pairs go straight
       // out. The Q buffer is released once every warp has read its rows back.
-      uint16_t* out = static_cast<uint16_t*>(p.o) + p.o_row0(b) + h * p.o_sh;
-      float* lse = static_cast<float*>(p.lse) + p.lse_row0(b, h);
+      uint16_t* out = static_cast<uint16_t*>(p.o) + p.o_row0(tl.b) + tl.h * p.o_sh;
+      float* lse = static_cast<float*>(p.lse) + p.lse_row0(tl.b, tl.h);
       const uint32_t sq = q_buf(qb);
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
@@ -551,9 +615,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       }
       fence_proxy_async();  // these generic accesses before the next TMA write of the buffer
       release(q_empty(qb));
+      if (!more) break;
+      tl = nx;
     }
-    if (cw == 0) turn_wait();  // the other warpgroup's last arrival
-  }                            // consumers
+    if constexpr (C::kChain) wgmma_wait<0>();  // the dropped S
+    if (cw == 0) turn_wait();                  // the other warpgroup's last arrival
+  }                                            // consumers
 }
 
 // ---- host side ----
@@ -563,28 +630,33 @@ std::atomic<bool> g_enabled{[] {
   return !(e && e[0] == '0' && e[1] == 0);
 }()};
 
-// Kernel shapes (KILN_FLASH_SM90_CFG=0..9 or sm90_set_forward_cfg picks one for tuning runs and
+// Kernel shapes (KILN_FLASH_SM90_CFG=0..99 or sm90_set_forward_cfg picks one for tuning runs and
 // tests; default kDefaultCfg*), measured in Note [Flash sm90 forward]: FwdCfg<kD, kBk, kStages,
-// kConsumers, kMinBlocks, kPingPong, kPersist, kQBufs, kQReg, kLazy, kTree, kEarly>. Defaults:
-// D64 index 0 (1 consumer, 3 blocks/SM, persistent, Q in registers, lazy rescale, early barrier
-// tests), D128 index 3 (2 consumers ping-pong, persistent, 2 stages, early barrier tests); index
-// 1 of each is the non-persistent shape of the earlier sessions.
-using D64Cfgs = std::tuple<FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, false, true>,
-                           FwdCfg<64, 64, 3, 1, 3, false>,
-                           FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true>,
-                           FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, false, true>,
-                           FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true>>;
-using D128Cfgs = std::tuple<FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, true>,
-                            FwdCfg<128, 128, 3, 2, 1, true>,
-                            FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, true, true>,
-                            FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, false, true>,
-                            FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true>,
-                            FwdCfg<128, 128, 2, 2, 1, true, true, 2>>;
-constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 3;
+// kConsumers, kMinBlocks, kPingPong, kPersist, kQBufs, kQReg, kLazy, kEarly, kDeferO, kChain,
+// kQEarly>. Defaults (index 0): D64 1 consumer, 3 blocks/SM, persistent, Q in registers, lazy
+// rescale, early barrier tests, deferred O rescale, chained work tiles; D128 2 consumers ping-pong,
+// persistent, 2 stages, the same plus the early Q load. Index 1: the non-persistent shape of the
+// earlier sessions; 2: the defaults of session 6; then the steps between.
+using D64Cfgs =
+    std::tuple<FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true>,
+               FwdCfg<64, 64, 3, 1, 3, false>,
+               FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true>,
+               FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true>,
+               FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true, true>>;
+using D128Cfgs =
+    std::tuple<FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, true, true, true, true, true>,
+               FwdCfg<128, 128, 3, 2, 1, true>,
+               FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true>,
+               FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true, true>,
+               FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, true, true, true, true, true>,
+               FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, false, true, true>>;
+constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 0;
 
 std::atomic<int> g_cfg{[] {
   const char* e = std::getenv("KILN_FLASH_SM90_CFG");
-  return e && e[0] >= '0' && e[0] <= '9' && e[1] == 0 ? e[0] - '0' : -1;
+  if (!e || e[0] < '0' || e[0] > '9') return -1;
+  if (e[1] == 0) return e[0] - '0';
+  return e[1] >= '0' && e[1] <= '9' && e[2] == 0 ? 10 * (e[0] - '0') + (e[1] - '0') : -1;
 }()};
 
 // Blocks of one kernel shape resident on one SM of `device` times its SM count (cached).
