@@ -163,39 +163,6 @@ struct StageSlot {
   }
 };
 
-// d[64 x 128] = A[64 x 16] B[16 x 128] (+ d when acc != 0); A in registers (the A-fragment layout
-// of mma.m16n8k16), B K-major in shared memory (as S = Q K^T reads K).
-template <bool kBf16>
-__device__ inline void wgmma_rs_n128_kmajor(float (&d)[64], const uint32_t (&a)[4], uint64_t db,
-                                            int acc) {
-#define KILN_WGMMA_RS_N128_K(TY)                                                                   \
-  asm volatile(                                                                                    \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                 \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY                                     \
-      " {"                                                                                         \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, "                \
-      "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, "                \
-      "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "                \
-      "%62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"                                     \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
-        "+f"(d[63])                                                                                \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc))
-  if constexpr (kBf16)
-    KILN_WGMMA_RS_N128_K("bf16");
-  else
-    KILN_WGMMA_RS_N128_K("f16");
-#undef KILN_WGMMA_RS_N128_K
-}
-
 template <bool kBf16, int kN>
 __device__ inline void wgmma_s(float (&s)[kN / 2], uint64_t da, uint64_t db, int acc) {
   if constexpr (kN == 64)
@@ -340,7 +307,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           if constexpr (kBk == 64)
             wgmma_rs_n64<kBf16, 0>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
           else
-            wgmma_rs_n128_kmajor<kBf16>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
+            wgmma_rs_n128<kBf16, 0>(sx, qa[kk], kd + off, kk > 0 ? 1 : 0);
         } else {
           const uint32_t qoff = ((kk / 4) * kBq * 128 + (kk % 4) * 32) >> 4;
           wgmma_s<kBf16, kBk>(sx, q_desc + qoff, kd + off, kk > 0 ? 1 : 0);
