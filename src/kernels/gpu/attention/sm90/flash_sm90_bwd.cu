@@ -84,7 +84,10 @@ using namespace sm90;
 // 244 / 435-453 even with claims off. (2) The pre-pass inside this kernel (the producer warpgroup
 // of the first block to claim a tile fills its l2 / dl rows and zeroes its dq rows; others wait):
 // main kernel 210 -> 290 us at D64 (a state round trip per tile before each l2 / dl copy, the
-// 24-register pre-pass code spills), 222 / 420-433.
+// 24-register pre-pass code spills), 222 / 420-433. (3) ptxas waits for dP^T before making P^T
+// and then makes P^T and dS^T in one pass; forcing P^T above that wait (a branch on its packed
+// words) so its exponentials overlap dP^T: main kernel 207 -> 218 us (D64), 2.45 -> 2.66 ms
+// (D128), 247-249 / 454-458 against 255-256 / 470-480.
 constexpr int kBq = 64;
 constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
 constexpr int kRowBytes = kBq * 4;  // kBq floats
