@@ -133,28 +133,32 @@ TEST(FlashAttentionSm90, StridedPackedQkv) {
     }
 }
 
+// The sm90 forward's output and lse against flash_mma's on the same bf16 inputs (seeds seed ..
+// seed + 2; both round P to bf16 before P V, so they differ by a few bf16 roundings); `tag` ends
+// the failure messages.
+void expect_forward_matches_mma(const Case& c, int64_t d, uint64_t seed, const std::string& tag) {
+  Tensor q = rnd({c.b, c.hq, c.tq, d}, seed).to(kGpu, kBFloat16),
+         k = rnd({c.b, c.hk, c.tk, d}, seed + 1).to(kGpu, kBFloat16),
+         v = rnd({c.b, c.hk, c.tk, d}, seed + 2).to(kGpu, kBFloat16);
+  const std::string what = name(c, d, kBFloat16) + tag;
+  auto [o, lse] = fused(q, k, v, c.causal);
+  EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+  gpu::flash::sm90_set_enabled(false);
+  auto [mo, ml] = fused(q, k, v, c.causal);
+  gpu::flash::sm90_set_enabled(true);
+  EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
+  EXPECT_LT(rel(o, mo), 1e-2) << what;
+  double worst = 0.0;
+  EXPECT_TRUE(lse_close(lse, ml, 2e-3, &worst)) << what << " lse off by " << worst;
+}
+
 // Large shapes: the sm90 kernel against flash_mma (the sm_80 kernel, itself tested against the
 // float64 path in attention_gpu_test.cpp) on the same bf16 inputs.
 TEST(FlashAttentionSm90, LargeShapesMatchFlashMma) {
   KILN_NEED_SM90();
   const Case cases[] = {{2, 4, 4, 2048, 2048, true}, {1, 8, 2, 1536, 1100, false}};
   for (int64_t d : {64, 128})
-    for (const Case& c : cases) {
-      Tensor q = rnd({c.b, c.hq, c.tq, d}, 7).to(kGpu, kBFloat16),
-             k = rnd({c.b, c.hk, c.tk, d}, 8).to(kGpu, kBFloat16),
-             v = rnd({c.b, c.hk, c.tk, d}, 9).to(kGpu, kBFloat16);
-      const std::string what = name(c, d, kBFloat16);
-      auto [o, lse] = fused(q, k, v, c.causal);
-      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
-      gpu::flash::sm90_set_enabled(false);
-      auto [mo, ml] = fused(q, k, v, c.causal);
-      EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
-      gpu::flash::sm90_set_enabled(true);
-      // Both round P to bf16 before P V; their outputs differ by a few bf16 roundings.
-      EXPECT_LT(rel(o, mo), 1e-2) << what;
-      double worst = 0.0;
-      EXPECT_TRUE(lse_close(lse, ml, 2e-3, &worst)) << what << " lse off by " << worst;
-    }
+    for (const Case& c : cases) expect_forward_matches_mma(c, d, 7, "");
 }
 
 // Calls the kernel declines go elsewhere: float32, head dim 256, masks, dropout.
@@ -220,19 +224,7 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
         }
       for (const Case& c : large) {
         seed += 10;
-        Tensor q = rnd({c.b, c.hq, c.tq, d}, seed).to(kGpu, kBFloat16),
-               k = rnd({c.b, c.hk, c.tk, d}, seed + 1).to(kGpu, kBFloat16),
-               v = rnd({c.b, c.hk, c.tk, d}, seed + 2).to(kGpu, kBFloat16);
-        const std::string what = name(c, d, kBFloat16) + " cfg " + std::to_string(cfg);
-        auto [o, lse] = fused(q, k, v, c.causal);
-        EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
-        gpu::flash::sm90_set_enabled(false);
-        auto [mo, ml] = fused(q, k, v, c.causal);
-        gpu::flash::sm90_set_enabled(true);
-        EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
-        EXPECT_LT(rel(o, mo), 1e-2) << what;
-        double worst = 0.0;
-        EXPECT_TRUE(lse_close(lse, ml, 2e-3, &worst)) << what << " lse off by " << worst;
+        expect_forward_matches_mma(c, d, seed, " cfg " + std::to_string(cfg));
       }
     }
   gpu::flash::sm90_set_forward_cfg(-1);
@@ -253,19 +245,7 @@ TEST(FlashAttentionSm90, ForwardManyShortWorkTiles) {
       uint64_t seed = 900;
       for (const Case& c : cases) {
         seed += 10;
-        Tensor q = rnd({c.b, c.hq, c.tq, d}, seed).to(kGpu, kBFloat16),
-               k = rnd({c.b, c.hk, c.tk, d}, seed + 1).to(kGpu, kBFloat16),
-               v = rnd({c.b, c.hk, c.tk, d}, seed + 2).to(kGpu, kBFloat16);
-        const std::string what = name(c, d, kBFloat16) + " cfg " + std::to_string(cfg);
-        auto [o, lse] = fused(q, k, v, c.causal);
-        EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
-        gpu::flash::sm90_set_enabled(false);
-        auto [mo, ml] = fused(q, k, v, c.causal);
-        gpu::flash::sm90_set_enabled(true);
-        EXPECT_STREQ(nn::attention_backend(), "flash_mma") << what;
-        EXPECT_LT(rel(o, mo), 1e-2) << what;
-        double worst = 0.0;
-        EXPECT_TRUE(lse_close(lse, ml, 2e-3, &worst)) << what << " lse off by " << worst;
+        expect_forward_matches_mma(c, d, seed, " cfg " + std::to_string(cfg));
       }
     }
   gpu::flash::sm90_set_forward_cfg(-1);
