@@ -65,7 +65,10 @@ using namespace sm90;
 //   kDeferO alone 602-604 (914 us). The last P V issued before the waits for the next work tile's
 //   Q and K, with that Q loaded after the last V (removed): 308-311 | 603-606, no better. ncu of
 //   the session 6 D128 default: tensor pipe 67% of cycles, issue slots 39% busy, 0.58 eligible
-//   warps per scheduler; D64: tensor 34%, issue 48%, 0.88.
+//   warps per scheduler; D64: tensor 34%, issue 48%, 0.88. Row sums of P by the tensor core at
+//   D64 (an m64n8 product of each P fragment with a 16-bit ones tile, rescaled with O, instead of
+//   32 FADDs a key tile; removed): 304.3-307.2 vs 309.3-310.1 (88.1 vs 86.9 us), the extra wgmma
+//   issues cost more than the adds.
 // Session 6 (cuDNN 305-309 | 586-594, 83.6 | 917 us):
 //   B16 H12 T1024 D64 (before: 1 consumer, 3 blocks/SM, non-persistent, 273-276, 94.6 us):
 //     persistent 284 (93.8 us); + kQReg 294 (91.1 us); + kLazy + descriptors made once 294-297
