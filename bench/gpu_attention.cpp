@@ -97,7 +97,9 @@ int main() {
     // Causal: half of the 4 B H T^2 D multiply-adds of the two products (PyTorch's convention);
     // the backward counts 2.5 times the forward.
     const double fwd_flops = 4.0 * s.b * s.h * s.t * s.t * s.d / 2;
-    const int iters = s.t >= 4096 ? 5 : 20;
+    // Steps per timed sample (KILN_BENCH_ITERS overrides, as in torch_gpu_attention.py).
+    const char* it_env = std::getenv("KILN_BENCH_ITERS");
+    const int iters = it_env && std::atoi(it_env) > 0 ? std::atoi(it_env) : s.t >= 4096 ? 5 : 20;
     char name[64];
     std::snprintf(name, sizeof name, "b%lld_h%lld_t%lld_d%lld", static_cast<long long>(s.b),
                   static_cast<long long>(s.h), static_cast<long long>(s.t),

@@ -39,6 +39,7 @@ case "${1:-}" in
     # flash_mma_bwd.cuh), KILN_FLASH_BWD_PHASED=0|1 (order of the plain backward kernel's products,
     # Note [Flash mma backward phases]).
     "$stage/gpu_attention_bench" | tee "$out/kiln_attention.jsonl"
+    # KILN_BENCH_ITERS=n (read by both programs) times samples of n steps instead of 5 (T 4096) / 20.
     # KILN_BENCH_NO_SM90=1 also times kiln with the Hopper kernels off (KILN_FLASH_SM90=0,
     # src/kernels/gpu/attention/sm90/), i.e. the sm_80 tensor-core kernels on the same GPU.
     if [ "${KILN_BENCH_NO_SM90:-0}" = 1 ]; then

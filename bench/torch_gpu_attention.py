@@ -30,7 +30,8 @@ def main():
         mk = lambda: torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16)
         q, k, v, go = mk(), mk(), mk(), mk()
         fwd_flops = 4.0 * b * h * t * t * d / 2
-        iters = 5 if t >= 4096 else 20
+        # Steps per timed sample (KILN_BENCH_ITERS overrides, as in gpu_attention.cpp).
+        iters = int(os.environ.get("KILN_BENCH_ITERS", "0")) or (5 if t >= 4096 else 20)
         name = f"b{b}_h{h}_t{t}_d{d}"
         with torch.no_grad():
             ms = gpu_ms(iters, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
