@@ -6,7 +6,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
-#include <type_traits>
 
 #include "backend/gpu/vendor.h"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
@@ -95,22 +94,13 @@ constexpr int kRowBytes = kBq * 4;  // kBq floats
 // One kernel shape: kC consumer warpgroups of 64 keys (kBk = 64 kC keys a block, sharing each
 // Q / dO tile; with kC = 2 each warpgroup computes half of dQ's columns over all kBk keys),
 // kStages Q / dO buffers, kMinBlocks blocks per SM.
-template <int kD_, int kC_, int kStages_, int kMinBlocks_, int kOrder_ = 0, int kMask_ = 0>
+template <int kD_, int kC_, int kStages_, int kMinBlocks_, int kOrder_ = 0>
 struct BwdCfg {
   static constexpr int kD = kD_, kC = kC_, kStages = kStages_, kMinBlocks = kMinBlocks_;
   // Product order: 0 S^T, dP^T | dV, dK, dQ, all done before dQ is staged; 1 S^T, dP^T, dV (while
   // dS^T is made) | dQ, dK; 2 S^T, dP^T | dQ, dV, dK; in 1 and 2 dQ is staged while dK (and dV)
   // run, and tile t's Q / dO stage is released in tile t + 1 (after its S^T).
   static constexpr int kOrder = kOrder_;
-  // Three equivalent codings of P^T's mask (0 one loop, predicated; 1 the same loop in a generic
-  // lambda; 2 per-thread limits, one compare a value): the same results, different ptxas
-  // schedules; measured (ncu, H100, interleaved) head dim 128: 2.66-2.69 ms, 2.54-2.56, 2.61-2.64;
-  // head dim 64: 228.3-228.7 us, 230.6-230.8, 226.8-226.9. Back to back in a training step
-  // (bench/run_attention_bench.sh, where the H100 lowers its clocks under its power cap: 1755-1965
-  // MHz seen) coding 2 is the faster one at head dim 128 too: forward+backward 467.2 / 470.1
-  // TFLOP/s against 455.4 / 458.1 for coding 1 (two interleaved passes), so both head dims use
-  // coding 2.
-  static constexpr int kMask = kMask_;
   static constexpr int kDqBytes = kBq * kD * 4;
   static constexpr int kBk = 64 * kC, kThreads = 128 * (kC + 1);
   static constexpr int kBoxes = kD / 64;       // 64-column boxes of a row
@@ -400,61 +390,29 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     // P^T: element r of column group n is key kw + g + 8 (r >> 1), query n 8 + 2 tq4 + (r & 1).
     const bool edge = j0 + kBk > lk || (p.causal && i0 < j0 + kBk - 1);
     const int qrel = i0 - j0;  // causal: key kl is seen by query qi iff kl <= qrel + qi
-    if constexpr (C::kMask == 0) {
+    // Key kl is masked for query qi iff kl > min(kmax, base + qi - 2 tq4) (both huge off the
+    // edges): per-thread limits, one compare a value. Two other codings of the same mask (removed
+    // in session 7) gave different ptxas schedules, measured with ncu on an H100 in session 6: a
+    // predicated loop 2.66-2.69 ms / 228.3-228.7 us (head dim 128 / 64), the same loop in a generic
+    // lambda 2.54-2.56 ms / 230.6-230.8 us, this one 2.61-2.64 ms / 226.8-226.9 us; back to back in
+    // a training step, where the H100 lowers its clocks under its power cap, this one is the faster
+    // at head dim 128 too: forward+backward 467.2 / 470.1 TFLOP/s against 455.4 / 458.1 (lambda).
+    const int kmax = edge ? klim - 1 : INT_MAX;
+    const int base = edge && p.causal ? qrel + 2 * tq4 : INT_MAX / 2;
+    const int kl0 = kw + g, kl1 = kw + g + 8;
 #pragma unroll
-      for (int n = 0; n < kBq / 8; ++n) {
-        float l2v[2];
-        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                     : "=f"(l2v[0]), "=f"(l2v[1])
-                     : "r"(sl + (n * 8 + 2 * tq4) * 4));
+    for (int n = 0; n < kBq / 8; ++n) {
+      float l2v[2];
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                   : "=f"(l2v[0]), "=f"(l2v[1])
+                   : "r"(sl + (n * 8 + 2 * tq4) * 4));
+      const int lim0 = min(kmax, base + n * 8), lim1 = min(kmax, base + n * 8 + 1);
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int qi = n * 8 + 2 * tq4 + (r & 1), kl = kw + g + 8 * (r >> 1);
-          float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
-          if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = neg_inf();
-          st[4 * n + r] = exp2_approx(x);
-        }
-      }
-    } else if constexpr (C::kMask == 1) {
-      auto make_p = [&](auto masked) {
-#pragma unroll
-        for (int n = 0; n < kBq / 8; ++n) {
-          float l2v[2];
-          asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                       : "=f"(l2v[0]), "=f"(l2v[1])
-                       : "r"(sl + (n * 8 + 2 * tq4) * 4));
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
-            if constexpr (decltype(masked)::value) {
-              const int qi = n * 8 + 2 * tq4 + (r & 1), kl = kw + g + 8 * (r >> 1);
-              if (edge && (kl >= klim || (p.causal && kl > qrel + qi))) x = neg_inf();
-            }
-            st[4 * n + r] = exp2_approx(x);
-          }
-        }
-      };
-      make_p(std::true_type{});
-    } else {
-      // Key kl is masked for query qi iff kl > min(kmax, base + qi - 2 tq4) (both huge off the
-      // edges).
-      const int kmax = edge ? klim - 1 : INT_MAX;
-      const int base = edge && p.causal ? qrel + 2 * tq4 : INT_MAX / 2;
-      const int kl0 = kw + g, kl1 = kw + g + 8;
-#pragma unroll
-      for (int n = 0; n < kBq / 8; ++n) {
-        float l2v[2];
-        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                     : "=f"(l2v[0]), "=f"(l2v[1])
-                     : "r"(sl + (n * 8 + 2 * tq4) * 4));
-        const int lim0 = min(kmax, base + n * 8), lim1 = min(kmax, base + n * 8 + 1);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
-          const int kl = (r >> 1) ? kl1 : kl0, lim = (r & 1) ? lim1 : lim0;
-          x = kl > lim ? neg_inf() : x;
-          st[4 * n + r] = exp2_approx(x);
-        }
+      for (int r = 0; r < 4; ++r) {
+        float x = fmaf(st[4 * n + r], sl2, -l2v[r & 1]);
+        const int kl = (r >> 1) ? kl1 : kl0, lim = (r & 1) ? lim1 : lim0;
+        x = kl > lim ? neg_inf() : x;
+        st[4 * n + r] = exp2_approx(x);
       }
     }
     acc_to_a<kBf16, kBq>(st, pa);
@@ -601,23 +559,19 @@ std::atomic<bool> g_bwd128_enabled{[] {
 
 // Kernel shapes, KILN_FLASH_SM90_BWD_CFG (head dim 64) / KILN_FLASH_SM90_BWD128_CFG (128) = n
 // picks one for tuning runs (defaults: 0 at head dim 128, kDefaultCfg64 = 2 at 64): 0 two Q / dO
-// stages, product order 2, 1 product order 0, 2 three stages, 3 product order 1, 5 / 6 / 7 mask
-// coding 0 / 1 / 2 (BwdCfg::kMask); head dim 64 only: 4 two consumer warpgroups (one block an SM,
-// order 0).
-template <int kD, int kC, int kMinBlocks, int kMask>
+// stages, product order 2, 1 product order 0, 2 three stages, 3 product order 1; head dim 64 only:
+// 4 two consumer warpgroups (one block an SM, order 0).
+template <int kD, int kC, int kMinBlocks>
 struct Shapes {
-  using S0 = BwdCfg<kD, kC, 2, kMinBlocks, 2, kMask>;
-  using S1 = BwdCfg<kD, kC, 2, kMinBlocks, 0, kMask>;
-  using S2 = BwdCfg<kD, kC, 3, kMinBlocks, 2, kMask>;
-  using S3 = BwdCfg<kD, kC, 2, kMinBlocks, 1, kMask>;
-  using S5 = BwdCfg<kD, kC, 2, kMinBlocks, 2, 0>;
-  using S6 = BwdCfg<kD, kC, 2, kMinBlocks, 2, 1>;
-  using S7 = BwdCfg<kD, kC, 2, kMinBlocks, 2, 2>;
+  using S0 = BwdCfg<kD, kC, 2, kMinBlocks, 2>;
+  using S1 = BwdCfg<kD, kC, 2, kMinBlocks, 0>;
+  using S2 = BwdCfg<kD, kC, 3, kMinBlocks, 2>;
+  using S3 = BwdCfg<kD, kC, 2, kMinBlocks, 1>;
 };
 // One consumer warpgroup of 64 keys, two blocks an SM; two of 64 keys sharing Q / dO, one block an
-// SM. Mask coding 2 for both (see BwdCfg::kMask).
-using Shapes64 = Shapes<64, 1, 2, 2>;
-using Shapes128 = Shapes<128, 2, 1, 2>;
+// SM.
+using Shapes64 = Shapes<64, 1, 2>;
+using Shapes128 = Shapes<128, 2, 1>;
 using Cfg64Two = BwdCfg<64, 2, 3, 1>;
 
 int env_digit(const char* name, int fallback, int max) {
@@ -627,7 +581,7 @@ int env_digit(const char* name, int fallback, int max) {
   return v <= max ? v : fallback;
 }
 int bwd128_cfg() {
-  static const int c = env_digit("KILN_FLASH_SM90_BWD128_CFG", 0, 7);
+  static const int c = env_digit("KILN_FLASH_SM90_BWD128_CFG", 0, 3);
   return c;
 }
 // Head dim 64 defaults to index 2 (three Q / dO stages): back to back in a training step on an
@@ -635,7 +589,7 @@ int bwd128_cfg() {
 // passes of bench/run_attention_bench.sh's program).
 constexpr int kDefaultCfg64 = 2;
 int bwd_cfg() {
-  static const int c = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, 7);
+  static const int c = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, 4);
   return c;
 }
 // dK / dV leave by TMA stores (KILN_FLASH_SM90_BWD_TMA_OUT=0 / 1; default kTmaOutDefault).
@@ -694,12 +648,6 @@ bool launch_shape(int cfg, const FlashParams& p, cudaStream_t stream, const floa
       return launch<kBf16, typename Sh::S2>(p, stream, l2, dl, pad, dev);
     case 3:
       return launch<kBf16, typename Sh::S3>(p, stream, l2, dl, pad, dev);
-    case 5:
-      return launch<kBf16, typename Sh::S5>(p, stream, l2, dl, pad, dev);
-    case 6:
-      return launch<kBf16, typename Sh::S6>(p, stream, l2, dl, pad, dev);
-    case 7:
-      return launch<kBf16, typename Sh::S7>(p, stream, l2, dl, pad, dev);
     default:
       return launch<kBf16, typename Sh::S0>(p, stream, l2, dl, pad, dev);
   }
