@@ -139,6 +139,7 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
     }
   }
   const char* backend = "flash";
+  bool cast_pdl = false;  // the dq cast launches as the sm90 kernel's programmatic dependent
   if (p.tk > 0) {
     if (mma) {
       float* l2 = static_cast<float*>(prep.data_ptr());
@@ -146,9 +147,10 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
       backend = "flash_mma";
 #if KILN_HAVE_SM90
       // The Hopper dK / dV kernel (dq by atomics: not in deterministic mode).
-      if (p.dq_acc && sm90_backward(p, dtype_of<T>(), l.device, l.stream, l2, dl, pad))
+      if (p.dq_acc && sm90_backward(p, dtype_of<T>(), l.device, l.stream, l2, dl, pad)) {
         backend = "flash_sm90";
-      else
+        cast_pdl = sm90_backward_pdl();
+      } else
 #endif
         // dq by atomics unless p.dq_acc is null
         mma_backward_kv<T>(p, l2, dl, pad, l.stream);
@@ -175,7 +177,7 @@ void backward(const char* op, OpCall& c, FlashParams& p, const Launch& l) {
     // dq_acc (contiguous) -> dq through dq's strides (the packed-QKV gradient, Note [Packed QKV
     // gradients] in src/autograd/vjp_attention.cpp, is written in place).
     if (p.tq > 0 && c.out[0].numel() > 0) {
-      mma_dq_cast<T>(p, c.out[0].numel() / p.d, l.stream);
+      mma_dq_cast<T>(p, c.out[0].numel() / p.d, l.stream, cast_pdl);
       check_launch(op, reinterpret_cast<uintptr_t>(l.stream));
     }
   } else {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include "kernels/gpu/attention/flash_mma.cuh"
+#if KILN_CUDA
+#include "kernels/gpu/attention/pdl.cuh"
+#endif
 
 namespace kiln::gpu::flash {
 
@@ -31,14 +34,22 @@ __device__ inline float to_f32(uint32_t bits16) {
 // and rows whose lse is -inf (they saw no key) get dl = 0 and l2 = +inf, so the backward kernel's
 // exp2(s - l2) is 0 there without a test. It also zeroes the rows of the dq accumulator and, when
 // p.delta is set (the deterministic dq pass reads it), writes delta in lse's layout. kD / 8 lanes
-// share one row, 16 bytes each.
+// share one row, 16 bytes each. The blocks run backwards through the grid (and the cast's below
+// backwards through the accumulator), so that the rows each kernel touches last are those the
+// next one takes first, while they are in L2. Measured on an H100 at B16 H12 T1024 D64 (stream
+// order, ncu --cache-control none): pre-pass DRAM reads 51.1 -> 44.9 MB, cast 49.3 -> 41.6 MB,
+// 27.3 -> 25.8 us; causal bf16 forward+backward 252.3-255.4 -> 255.2-258.5 TFLOP/s (B4 H32 T4096
+// D128, where the buffers are 5x the L2: unchanged within the run-to-run spread).
 template <bool kBf16, int kD>
 __global__ void __launch_bounds__(256)
     mma_bwd_prep_kernel(FlashParams p, float* l2buf, float* dlbuf, int64_t pad) {
+  pdl_launch_dependents();  // the sm90 backward's blocks load K / V before they wait for these
   constexpr int kPer = kD / 8, kRows = 256 / kPer;
-  const int b = blockIdx.z, h = blockIdx.y;
+  // Backwards through the grid, so that the last rows written (still in L2) are those of the
+  // first (batch, head) pairs, which the backward kernels take first.
+  const int b = gridDim.z - 1 - blockIdx.z, h = gridDim.y - 1 - blockIdx.y;
   const int c = threadIdx.x % kPer;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kRows + threadIdx.x / kPer;
+  const int64_t i = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRows + threadIdx.x / kPer;
   const int64_t lq = p.q_len(b);
   float acc = 0.0f;
   if (i < lq) {
@@ -559,7 +570,10 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
 template <bool kBf16, bool kVec>
 __global__ void mma_dq_cast_kernel(const float* src, uint16_t* dst, int64_t n8, int d8, int64_t n1,
                                    int64_t n2, int64_t s0, int64_t s1, int64_t s2) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  pdl_wait();  // launched early after the sm90 backward (mma_dq_cast's pdl)
+  // Backwards through the accumulator: the backward kernels end on its last (batch, head) pairs,
+  // whose rows are still in L2.
+  const int64_t i = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n8) return;
   const float4 a = reinterpret_cast<const float4*>(src)[2 * i];
   const float4 c = reinterpret_cast<const float4*>(src)[2 * i + 1];
@@ -686,7 +700,7 @@ void mma_backward_kv(const FlashParams& p, const float* l2buf, const float* dlbu
 
 // dq from the float accumulator p.dq_acc (mma_dq_cast_kernel), through p.dq's strides.
 template <class T>
-void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream) {
+void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream, bool pdl = false) {
   constexpr bool kBf16 = std::is_same_v<T, BFloat16>;
   const bool varlen = p.cu_q != nullptr;
   const int d8 = p.d / 8;
@@ -696,12 +710,15 @@ void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream) {
   const int64_t s2 = varlen ? p.dq_sh : p.dq_sr;
   const dim3 grid(static_cast<unsigned>((n8 + 255) / 256));
   uint16_t* dst = static_cast<uint16_t*>(p.dq);
+  // pdl: the blocks may start while the previous kernel (the sm90 backward) ends; they wait.
+  const PdlConfig c(grid, dim3(256), 0, stream, pdl);
+  const float* src = p.dq_acc;
   if (rows_aligned16(p.dq, p.dq_sb, p.dq_sh, p.dq_sr))
-    mma_dq_cast_kernel<kBf16, true>
-        <<<grid, 256, 0, stream>>>(p.dq_acc, dst, n8, d8, n1, n2, s0, s1, s2);
+    cudaLaunchKernelEx(&c.cfg, mma_dq_cast_kernel<kBf16, true>, src, dst, n8, d8, n1, n2, s0, s1,
+                       s2);
   else
-    mma_dq_cast_kernel<kBf16, false>
-        <<<grid, 256, 0, stream>>>(p.dq_acc, dst, n8, d8, n1, n2, s0, s1, s2);
+    cudaLaunchKernelEx(&c.cfg, mma_dq_cast_kernel<kBf16, false>, src, dst, n8, d8, n1, n2, s0, s1,
+                       s2);
 }
 
 #else  // portable build (HIP): no tensor-core kernels here
@@ -716,7 +733,7 @@ void mma_backward_prep(const FlashParams&, float*, float*, int64_t, gpuStream_t)
 template <class T>
 void mma_backward_kv(const FlashParams&, const float*, const float*, int64_t, gpuStream_t) {}
 template <class T>
-void mma_dq_cast(const FlashParams&, int64_t, gpuStream_t) {}
+void mma_dq_cast(const FlashParams&, int64_t, gpuStream_t, bool = false) {}
 
 #endif
 

@@ -25,6 +25,9 @@ bool sm90_enabled();
 // dim other than 64 / 128, mask, dropout, GQA, layout, no dq accumulator) or when it is off.
 bool sm90_backward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream,
                    const float* l2, const float* dl, int64_t pad);
+// Whether the dq cast after sm90_backward may be launched as a programmatic dependent of it
+// (KILN_FLASH_SM90_PDL, default on).
+bool sm90_backward_pdl();
 // Turns the sm90 backward on or off (default: on unless KILN_FLASH_SM90_BWD=0; it also follows
 // sm90_set_enabled), so tests and benchmarks can compare it with flash_mma's backward.
 void sm90_set_backward_enabled(bool on);

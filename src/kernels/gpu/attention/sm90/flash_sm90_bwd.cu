@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "backend/gpu/vendor.h"
+#include "kernels/gpu/attention/pdl.cuh"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
 #include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
 #include "kernels/gpu/attention/sm90/sm90_tma.cuh"
@@ -87,6 +88,18 @@ using namespace sm90;
 // and then makes P^T and dS^T in one pass; forcing P^T above that wait (a branch on its packed
 // words) so its exponentials overlap dP^T: main kernel 207 -> 218 us (D64), 2.45 -> 2.66 ms
 // (D128), 247-249 / 454-458 against 255-256 / 470-480.
+//
+// Tried in session 8 and not kept (H100, ncu main-kernel times against this kernel in the same
+// device call): (4) persistent blocks (one wave; work items from an atomic counter the pre-pass
+// zeroed; a K / V "empty" barrier so the next item's K / V and first Q / dO tiles load while dK /
+// dV are staged in the warpgroup's dQ boxes plus 32 KiB more and stored): D128 2.49-2.54 ms
+// against 2.45-2.48 (4.42M against 4.30M active SM cycles; the same code launched one block per
+// item also 4.46M), D64 unchanged; this kernel's SMs sit idle between blocks for only 1.4% of the
+// cycles. (5) dl made here instead of by the pre-pass (the producer loads each tile's O, idle
+// producer warps sum rows of dO O into the stage): pre-pass 181 -> 93 us (D128), 33 -> 19 us
+// (D64), but the main kernel 2.48 -> 2.89 ms and 208 -> 235 us at best (lane-per-row sums,
+// waited right before dS^T); CUDA-core row sums redone by every key tile cost more than the
+// DRAM pass they save.
 constexpr int kBq = 64;
 constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
 constexpr int kRowBytes = kBq * 4;  // kBq floats
@@ -152,6 +165,13 @@ __device__ inline void tma_store_4d(const void* map, uint32_t src, int c0, int c
       : "memory");
 }
 
+// Note [Flash sm90 backward PDL]: the kernel is a programmatic dependent launch (pdl.cuh) after the
+// pre-pass: its blocks start while the pre-pass ends and load K / V before pdl_wait (the producer,
+// before the first l2 / dl rows; the consumers, before their first dq reduce-add). The dq cast is
+// launched the same way after it. H100, causal bf16 forward+backward (bench/
+// run_attention_bench.sh, three interleaved passes): B16 H12 T1024 D64 256.8-257.8 -> 258.6-259.6
+// TFLOP/s, B4 H32 T4096 D128 467.5-473.7 -> 471.3-491.4. KILN_FLASH_SM90_PDL=0 turns it off.
+//
 // Note [Flash sm90 backward grid order]: block w of the 1-d grid takes key tile *jt of (batch,
 // head) *b, *h. The (batch, head) pairs go in groups of grp (about one wave of blocks), and inside
 // a group key tile 0 of every pair comes first, then key tile 1, ...: under causal masking key tile
@@ -200,6 +220,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const int64_t prow = (static_cast<int64_t>(b) * p.hq + h) * pad;
   const int warp = threadIdx.x / kWarpThreads, lane = threadIdx.x % kWarpThreads;
 
+  pdl_launch_dependents();  // the dq cast may launch (it waits for this grid to finish)
   if (threadIdx.x == 0) {
     mbar_init(kv_full, 1);
     for (int s = 0; s < kStages; ++s) {
@@ -221,6 +242,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           tma_load_4d(sk + c * kRows64 + x * kTile, &mk, kv_full, 64 * x, j0 + 64 * c, h, b);
           tma_load_4d(sv + c * kRows64 + x * kTile, &mv, kv_full, 64 * x, j0 + 64 * c, h, b);
         }
+      pdl_wait();  // the pre-pass's l2 / dl rows and zeroed dq (programmatic launch)
       for (int t = 0; t < ntiles; ++t) {
         const int s = t % kStages, u = t / kStages;
         const int i0 = istart + t * kBq;  // i0 + kBq <= pad
@@ -344,6 +366,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     }
   };
 
+  pdl_wait();  // dq is zeroed before this warpgroup's reduce-adds
   if (ntiles > 0) mbar_wait(kv_full, 0);
   for (int t = 0; t < ntiles; ++t) {
     const int s = t % kStages;
@@ -598,6 +621,13 @@ bool bwd_tma_out() {
   static const bool on = env_digit("KILN_FLASH_SM90_BWD_TMA_OUT", kTmaOutDefault ? 1 : 0, 1) == 1;
   return on;
 }
+// Programmatic dependent launch of this kernel after the pre-pass and of the dq cast after it
+// (sm90_backward_pdl): KILN_FLASH_SM90_PDL=0 / 1 (default kPdlDefault).
+constexpr bool kPdlDefault = true;
+bool bwd_pdl() {
+  static const bool on = env_digit("KILN_FLASH_SM90_PDL", kPdlDefault ? 1 : 0, 1) == 1;
+  return on;
+}
 // (Batch, head) pairs per group of the grid order (Note [Flash sm90 backward grid order]):
 // KILN_FLASH_SM90_BWD_GROUP=n (1 .. 999) in the environment, else 0 = about one wave of blocks.
 int bwd_group_env() {
@@ -633,9 +663,11 @@ bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const fl
   int grp = bwd_group_env();
   if (grp == 0) grp = std::max(1, sm_count(device) * C::kMinBlocks / static_cast<int>(nkt));
   grp = static_cast<int>(std::min<int64_t>(grp, nhb));
-  kernel<<<static_cast<unsigned>(nkt * nhb), C::kThreads, C::kSmem, stream>>>(
-      mq, mk, mv, mdo, mdq, mdk, mdv, p, l2, dl, pad, static_cast<int>(nkt), grp, tma_out);
-  return true;
+  // Programmatic launch: the blocks load K / V while the pre-pass ends (pdl_wait in the kernel).
+  const PdlConfig c(dim3(static_cast<unsigned>(nkt * nhb)), dim3(C::kThreads), C::kSmem, stream,
+                    bwd_pdl());
+  return cudaLaunchKernelEx(&c.cfg, kernel, mq, mk, mv, mdo, mdq, mdk, mdv, p, l2, dl, pad,
+                            static_cast<int>(nkt), grp, tma_out) == cudaSuccess;
 }
 
 template <bool kBf16, class Sh>
@@ -662,6 +694,8 @@ bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, cons
 }
 
 }  // namespace
+
+bool sm90_backward_pdl() { return bwd_pdl(); }
 
 void sm90_set_backward_enabled(bool on) { g_bwd_enabled.store(on, std::memory_order_relaxed); }
 void sm90_set_backward128_enabled(bool on) {

@@ -1,0 +1,43 @@
+// Programmatic dependent launch (CUDA, compute capability 9.0): a kernel launched with pdl_config
+// may start its blocks while the previous kernel of the stream ends; it calls pdl_wait before it
+// touches that kernel's results. CUDA only; the device calls are no-ops below sm_90 and in kernels
+// launched without the attribute.
+#pragma once
+
+#include "backend/gpu/vendor.h"
+
+namespace kiln::gpu::flash {
+
+// Lets the stream's next kernel (when launched with pdl_config) start its blocks once every block
+// of this grid has called this or finished.
+__device__ inline void pdl_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+// Waits until the previous kernel has finished and its memory is visible.
+__device__ inline void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+// A launch configuration for cudaLaunchKernelEx, programmatic when `on`.
+struct PdlConfig {
+  cudaLaunchAttribute attr{};
+  cudaLaunchConfig_t cfg{};
+  PdlConfig(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool on) {
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = on ? 1 : 0;
+  }
+  PdlConfig(const PdlConfig&) = delete;  // cfg points at attr
+  PdlConfig& operator=(const PdlConfig&) = delete;
+};
+
+}  // namespace kiln::gpu::flash
