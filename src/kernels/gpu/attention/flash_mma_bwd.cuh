@@ -714,11 +714,9 @@ void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream, bool pd
   const PdlConfig c(grid, dim3(256), 0, stream, pdl);
   const float* src = p.dq_acc;
   if (rows_aligned16(p.dq, p.dq_sb, p.dq_sh, p.dq_sr))
-    cudaLaunchKernelEx(&c.cfg, mma_dq_cast_kernel<kBf16, true>, src, dst, n8, d8, n1, n2, s0, s1,
-                       s2);
+    pdl_launch(c, mma_dq_cast_kernel<kBf16, true>, src, dst, n8, d8, n1, n2, s0, s1, s2);
   else
-    cudaLaunchKernelEx(&c.cfg, mma_dq_cast_kernel<kBf16, false>, src, dst, n8, d8, n1, n2, s0, s1,
-                       s2);
+    pdl_launch(c, mma_dq_cast_kernel<kBf16, false>, src, dst, n8, d8, n1, n2, s0, s1, s2);
 }
 
 #else  // portable build (HIP): no tensor-core kernels here

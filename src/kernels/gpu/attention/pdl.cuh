@@ -40,4 +40,18 @@ struct PdlConfig {
   PdlConfig& operator=(const PdlConfig&) = delete;
 };
 
+// cudaLaunchKernelEx(&c.cfg, kernel, args...); where the programmatic attribute is refused, that
+// error is cleared and the kernel launched plainly. Returns the launch's error.
+template <class... P, class... A>
+cudaError_t pdl_launch(const PdlConfig& c, void (*kernel)(P...), const A&... args) {
+  cudaError_t e = cudaLaunchKernelEx(&c.cfg, kernel, args...);
+  if (e != cudaSuccess && c.cfg.numAttrs > 0) {
+    (void)cudaGetLastError();
+    cudaLaunchConfig_t plain = c.cfg;
+    plain.numAttrs = 0;
+    e = cudaLaunchKernelEx(&plain, kernel, args...);
+  }
+  return e;
+}
+
 }  // namespace kiln::gpu::flash

@@ -171,6 +171,8 @@ __device__ inline void tma_store_4d(const void* map, uint32_t src, int c0, int c
 // launched the same way after it. H100, causal bf16 forward+backward (bench/
 // run_attention_bench.sh, three interleaved passes): B16 H12 T1024 D64 256.8-257.8 -> 258.6-259.6
 // TFLOP/s, B4 H32 T4096 D128 467.5-473.7 -> 471.3-491.4. KILN_FLASH_SM90_PDL=0 turns it off.
+// Launching the forward and the pre-pass the same way too measured slower at head dim 128 (469.8-
+// 474.0 against 477.1-483.8 with no programmatic launch; head dim 64 unchanged): not kept.
 //
 // Note [Flash sm90 backward grid order]: block w of the 1-d grid takes key tile *jt of (batch,
 // head) *b, *h. The (batch, head) pairs go in groups of grp (about one wave of blocks), and inside
@@ -666,8 +668,10 @@ bool launch(const FlashParams& p, cudaStream_t stream, const float* l2, const fl
   // Programmatic launch: the blocks load K / V while the pre-pass ends (pdl_wait in the kernel).
   const PdlConfig c(dim3(static_cast<unsigned>(nkt * nhb)), dim3(C::kThreads), C::kSmem, stream,
                     bwd_pdl());
-  return cudaLaunchKernelEx(&c.cfg, kernel, mq, mk, mv, mdo, mdq, mdk, mdv, p, l2, dl, pad,
-                            static_cast<int>(nkt), grp, tma_out) == cudaSuccess;
+  // A launch error stays pending for the caller's check (check_launch), as with <<< >>>.
+  pdl_launch(c, kernel, mq, mk, mv, mdo, mdq, mdk, mdv, p, l2, dl, pad, static_cast<int>(nkt), grp,
+             tma_out);
+  return true;
 }
 
 template <bool kBf16, class Sh>
