@@ -38,8 +38,9 @@ __device__ inline float to_f32(uint32_t bits16) {
 // backwards through the accumulator), so that the rows each kernel touches last are those the
 // next one takes first, while they are in L2. Measured on an H100 at B16 H12 T1024 D64 (stream
 // order, ncu --cache-control none): pre-pass DRAM reads 51.1 -> 44.9 MB, cast 49.3 -> 41.6 MB,
-// 27.3 -> 25.8 us; causal bf16 forward+backward 252.3-255.4 -> 255.2-258.5 TFLOP/s (B4 H32 T4096
-// D128, where the buffers are 5x the L2: unchanged within the run-to-run spread).
+// 27.3 -> 25.8 us; causal bf16 forward+backward 252.3-254.5 -> 256.8-257.8 TFLOP/s (three
+// interleaved passes; B4 H32 T4096 D128, where the buffers are 5x the L2: unchanged within the
+// run-to-run spread).
 template <bool kBf16, int kD>
 __global__ void __launch_bounds__(256)
     mma_bwd_prep_kernel(FlashParams p, float* l2buf, float* dlbuf, int64_t pad) {

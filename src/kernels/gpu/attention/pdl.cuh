@@ -1,14 +1,14 @@
-// Programmatic dependent launch (CUDA, compute capability 9.0): a kernel launched with pdl_config
-// may start its blocks while the previous kernel of the stream ends; it calls pdl_wait before it
-// touches that kernel's results. CUDA only; the device calls are no-ops below sm_90 and in kernels
-// launched without the attribute.
+// Programmatic dependent launch (CUDA, compute capability 9.0): a kernel launched by pdl_launch
+// with the attribute on may start its blocks while the previous kernel of the stream ends; it calls
+// pdl_wait before it touches that kernel's results. CUDA only; the device calls are no-ops below
+// sm_90 and in kernels launched without the attribute.
 #pragma once
 
 #include "backend/gpu/vendor.h"
 
 namespace kiln::gpu::flash {
 
-// Lets the stream's next kernel (when launched with pdl_config) start its blocks once every block
+// Lets the stream's next kernel (when a programmatic launch) start its blocks once every block
 // of this grid has called this or finished.
 __device__ inline void pdl_launch_dependents() {
 #if __CUDA_ARCH__ >= 900
