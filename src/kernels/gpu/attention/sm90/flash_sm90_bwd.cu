@@ -107,9 +107,15 @@ constexpr int kRowBytes = kBq * 4;  // kBq floats
 // One kernel shape: kC consumer warpgroups of 64 keys (kBk = 64 kC keys a block, sharing each
 // Q / dO tile; with kC = 2 each warpgroup computes half of dQ's columns over all kBk keys),
 // kStages Q / dO buffers, kMinBlocks blocks per SM.
-template <int kD_, int kC_, int kStages_, int kMinBlocks_, int kOrder_ = 0>
+template <int kD_, int kC_, int kStages_, int kMinBlocks_, int kOrder_ = 0, bool kLate_ = false,
+          int kDqBufs_ = 1>
 struct BwdCfg {
   static constexpr int kD = kD_, kC = kC_, kStages = kStages_, kMinBlocks = kMinBlocks_;
+  // kLate: tile t's dQ reduce-add (with its proxy fence and warpgroup barrier) is issued after
+  // tile t + 1's S^T / dP^T, so the fence's wait for the staging stores runs under those products;
+  // kDqBufs 2: two dQ staging buffers, so the next staging need not wait for that reduce-add.
+  static constexpr bool kLate = kLate_;
+  static constexpr int kDqBufs = kDqBufs_;
   // Product order: 0 S^T, dP^T | dV, dK, dQ, all done before dQ is staged; 1 S^T, dP^T, dV (while
   // dS^T is made) | dQ, dK; 2 S^T, dP^T | dQ, dV, dK; in 1 and 2 dQ is staged while dK (and dV)
   // run, and tile t's Q / dO stage is released in tile t + 1 (after its S^T).
@@ -124,7 +130,7 @@ struct BwdCfg {
   static constexpr int kSds = kSdo + kStages * kRows64;  // dS^T [kBk keys][kBq queries]
   // dQ staging: [kD / 32 column boxes][kBq rows][32 floats], 128-byte swizzle
   static constexpr int kSdq = kSds + kBk * kBq * 2;
-  static constexpr int kSl = kSdq + kDqBytes;  // per stage: l2 [kBq], then dl [kBq]
+  static constexpr int kSl = kSdq + kDqBufs * kDqBytes;  // per stage: l2 [kBq], then dl [kBq]
   static constexpr int kBar = kSl + kStages * 2 * kRowBytes;
   static constexpr int kSmem = kBar + 8 * (1 + 2 * kStages) + 1024;
   static_assert(kSmem * kMinBlocks <= 232448, "shared memory");
@@ -137,6 +143,8 @@ struct BwdCfg {
   static_assert(kD == 64 || kD == 128, "head dim");
   static_assert(kC <= kStages, "dK / dV leave through the Q / dO stages");
   static_assert(kOrder == 0 || kStages >= 2, "orders 1, 2 release a stage one tile late");
+  static_assert(!kLate || kOrder != 0, "kLate releases a stage in the next tile");
+  static_assert(kDqBufs == 1 || (kDqBufs == 2 && kLate), "dQ staging buffers");
 };
 
 // *a = v when pred (a predicate in the asm, no branch).
@@ -261,7 +269,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     return;
   }
   regs_alloc<C::kConsumerRegs>();
-  const int cw = warp / 4 - 1, wi = warp % 4, g = lane >> 2, tq4 = lane & 3;
+  // One consumer warpgroup: cw is 0 at compile time, so the descriptors built from it stay in
+  // uniform registers (no per-wgmma moves into them).
+  const int cw = kC == 1 ? 0 : warp / 4 - 1, wi = warp % 4, g = lane >> 2, tq4 = lane & 3;
   const int kw = cw * 64 + wi * 16;  // this warp's first key in the block
   const uint32_t sk_w = sk + cw * kRows64, sv_w = sv + cw * kRows64;
   const bool leader = threadIdx.x % 128 == 0;  // issues the warpgroup's dQ reduce-adds
@@ -292,10 +302,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   }
 
   // This warpgroup's dQ staging boxes (columns cw kDqN ..).
-  const uint32_t sdq = base + C::kSdq + cw * (kDqN / 32) * (kBq * 128);
+  const uint32_t sdq0 = base + C::kSdq + cw * (kDqN / 32) * (kBq * 128);
+  auto sdq_of = [&](int u) { return sdq0 + (C::kDqBufs == 2 ? (u & 1) * C::kDqBytes : 0); };
   // After a dQ product has completed: dQ scale of columns kDqW w .. of this warpgroup's share
-  // into its staging boxes.
-  auto stage_dq = [&](int w) {
+  // into its staging boxes at sdq.
+  auto stage_dq = [&](int w, uint32_t sdq) {
     if constexpr (C::kOrder == 0) {
 #pragma unroll
       for (int i = 0; i < kD / 2; ++i) {
@@ -328,6 +339,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   // After the whole of tile u's dQ is staged: one reduce-add per box, and (order 0) the release
   // of u's Q / dO stage (orders 1, 2 release it in tile u + 1, once dK, which reads Q, is done).
   auto finish = [&](int u) {
+    const uint32_t sdq = sdq_of(u);
     fence_proxy_async();
     cw == 0 ? named_sync<2, 128>() : named_sync<3, 128>();
     if (leader) {
@@ -396,6 +408,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     wgmma_fence();
     issue_kmajor(st, k_kd, q_kd);
     issue_kmajor(dp, v_kd, do_kd);
+    if constexpr (C::kLate) {
+      if (t > 0) finish(t - 1);  // the last tile's dQ, while S^T / dP^T run
+    }
     wgmma_wait<1>();  // S^T (orders 1, 2: and the last tile's dK / dV)
 #pragma unroll
     for (int i = 0; i < 32; ++i) reg_fence(st[i]);
@@ -472,8 +487,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
                      : "memory");
       }
     }
-    // The staging buffer finish() writes next has been read by its last reduce-add.
-    if (leader) bulk_wait_read<0>();
+    // The staging buffer stage_dq writes next has been read by its last reduce-add (kDqBufs 2:
+    // the one before the newest).
+    if (leader) bulk_wait_read<C::kDqBufs - 1>();
     fence_proxy_async();
     named_sync<1, 128 * kC>();  // the whole dS^T tile is in shared memory
     wgmma_fence();
@@ -485,7 +501,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       issue_dk(q_md);
       wgmma_commit();
       wgmma_wait<1>();  // dQ (dK, order 2: and dV run on)
-      stage_dq(0);
+      stage_dq(0, sdq_of(t));
     } else {
       issue_dv(do_md);
       issue_dk(q_md);
@@ -496,10 +512,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         issue_dq(w);
         wgmma_commit();
         wgmma_wait<0>();
-        stage_dq(w);
+        stage_dq(w, sdq_of(t));
       }
     }
-    finish(t);
+    if constexpr (!C::kLate) finish(t);
+  }
+  if constexpr (C::kLate) {
+    if (ntiles > 0) finish(ntiles - 1);
   }
   if constexpr (C::kOrder != 0) {
     wgmma_wait<0>();
@@ -583,20 +602,23 @@ std::atomic<bool> g_bwd128_enabled{[] {
 }()};
 
 // Kernel shapes, KILN_FLASH_SM90_BWD_CFG (head dim 64) / KILN_FLASH_SM90_BWD128_CFG (128) = n
-// picks one for tuning runs (defaults: 0 at head dim 128, kDefaultCfg64 = 2 at 64): 0 two Q / dO
-// stages, product order 2, 1 product order 0, 2 three stages, 3 product order 1; head dim 64 only:
-// 4 two consumer warpgroups (one block an SM, order 0).
-template <int kD, int kC, int kMinBlocks>
+// picks one for tuning runs (defaults kDefaultCfg64 = 5, kDefaultCfg128 = 6): 0 two Q / dO stages,
+// product order 2, 1 product order 0, 2 three stages, 3 product order 1, 5 the late dQ reduce-add
+// (kLate; three stages at head dim 64, two at 128), 6 the same with two dQ staging buffers; head
+// dim 64 only: 4 two consumer warpgroups (one block an SM, order 0).
+template <int kD, int kC, int kMinBlocks, int kLateStages>
 struct Shapes {
   using S0 = BwdCfg<kD, kC, 2, kMinBlocks, 2>;
   using S1 = BwdCfg<kD, kC, 2, kMinBlocks, 0>;
   using S2 = BwdCfg<kD, kC, 3, kMinBlocks, 2>;
   using S3 = BwdCfg<kD, kC, 2, kMinBlocks, 1>;
+  using S5 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 1>;
+  using S6 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 2>;
 };
 // One consumer warpgroup of 64 keys, two blocks an SM; two of 64 keys sharing Q / dO, one block an
 // SM.
-using Shapes64 = Shapes<64, 1, 2>;
-using Shapes128 = Shapes<128, 2, 1>;
+using Shapes64 = Shapes<64, 1, 2, 3>;
+using Shapes128 = Shapes<128, 2, 1, 2>;
 using Cfg64Two = BwdCfg<64, 2, 3, 1>;
 
 int env_digit(const char* name, int fallback, int max) {
@@ -605,16 +627,29 @@ int env_digit(const char* name, int fallback, int max) {
   const int v = std::atoi(e);
   return v <= max ? v : fallback;
 }
+// Note [Flash sm90 backward late dQ]: kLate moves tile t's proxy fence, warpgroup barrier and dQ
+// reduce-add behind tile t + 1's S^T / dP^T issue. Source-level ncu of the session 8 default at
+// head dim 64 put 10% of the kernel's stall samples on that fence (waiting for the staging
+// stores) and barrier. H100, ncu main kernel, same device call: head dim 64 208.1-211.6 us ->
+// 203.2-206.4 (one staging buffer), 205.5-207.1 (two); head dim 128 2.44-2.45 ms -> 2.48 (one),
+// 2.42-2.43 (two; a second call: 2.46-2.47 -> 2.44-2.45). With the head-dim-64 warpgroup index
+// known at compile time (uniform descriptors): 205.2-207.7 -> 199.7-202.3. Also measured: a
+// mask-free copy of the P^T code for tiles off the edges, slower again (204.9-208.1 us, 2.53
+// ms); two consumer warpgroups at head dim 64 with kLate 207.5-210.9. In-stream forward+backward
+// (bench/run_attention_bench.sh, three interleaved passes) at head dim 64: 261.0-261.6 TFLOP/s ->
+// 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
+// head dim 128 within the run-to-run spread (460-481 for every variant).
+constexpr int kDefaultCfg128 = 6;
 int bwd128_cfg() {
-  static const int c = env_digit("KILN_FLASH_SM90_BWD128_CFG", 0, 3);
+  static const int c = env_digit("KILN_FLASH_SM90_BWD128_CFG", kDefaultCfg128, 6);
   return c;
 }
-// Head dim 64 defaults to index 2 (three Q / dO stages): back to back in a training step on an
-// H100, forward+backward 253.2-253.7 TFLOP/s against 249.5-250.9 with two (three interleaved
-// passes of bench/run_attention_bench.sh's program).
-constexpr int kDefaultCfg64 = 2;
+// Head dim 64: three Q / dO stages (index 2 against 0, session 6: back to back in a training step
+// on an H100, forward+backward 253.2-253.7 TFLOP/s against 249.5-250.9 with two) and the late dQ
+// reduce-add (index 5, Note [Flash sm90 backward late dQ]).
+constexpr int kDefaultCfg64 = 5;
 int bwd_cfg() {
-  static const int c = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, 4);
+  static const int c = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, 6);
   return c;
 }
 // dK / dV leave by TMA stores (KILN_FLASH_SM90_BWD_TMA_OUT=0 / 1; default kTmaOutDefault).
@@ -684,6 +719,10 @@ bool launch_shape(int cfg, const FlashParams& p, cudaStream_t stream, const floa
       return launch<kBf16, typename Sh::S2>(p, stream, l2, dl, pad, dev);
     case 3:
       return launch<kBf16, typename Sh::S3>(p, stream, l2, dl, pad, dev);
+    case 5:
+      return launch<kBf16, typename Sh::S5>(p, stream, l2, dl, pad, dev);
+    case 6:
+      return launch<kBf16, typename Sh::S6>(p, stream, l2, dl, pad, dev);
     default:
       return launch<kBf16, typename Sh::S0>(p, stream, l2, dl, pad, dev);
   }
