@@ -559,11 +559,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         }
         bulk_commit();
       }
-      bulk_wait<0>();  // the reduce-adds and stores are done before exit
+      bulk_wait_read<0>();  // the reduce-adds and stores have read shared memory before exit
     }
     return;
   }
-  if (ntiles > 0 && leader) bulk_wait<0>();  // the reduce-adds are done before exit
+  if (ntiles > 0 && leader) bulk_wait_read<0>();  // the reduce-adds have read shared memory
 
   // dK scale and dV, column pairs through dk_* strides (keys past the sequence are not written).
   uint16_t* dkp = static_cast<uint16_t*>(p.dk) + p.dk_row0(b) + h * p.dk_sh;
@@ -635,7 +635,11 @@ int env_digit(const char* name, int fallback, int max) {
 // 2.42-2.43 (two; a second call: 2.46-2.47 -> 2.44-2.45). With the head-dim-64 warpgroup index
 // known at compile time (uniform descriptors): 205.2-207.7 -> 199.7-202.3. Also measured: a
 // mask-free copy of the P^T code for tiles off the edges, slower again (204.9-208.1 us, 2.53
-// ms); two consumer warpgroups at head dim 64 with kLate 207.5-210.9. In-stream forward+backward
+// ms); two consumer warpgroups at head dim 64 with kLate 207.5-210.9; the softmax scale folded
+// into dS^T (dP^T scale - dl scale by FFMA, no scaling of dQ / dK) 199.7-203.0 against 199.8-
+// 203.2 (head dim 64; 8 bytes spilled at 128). The block's last wait on its bulk stores and
+// reduce-adds is on their shared-memory reads only (completion is part of the grid's): head dim
+// 128 2.44-2.45 -> 2.40-2.41 ms, 64 unchanged. In-stream forward+backward
 // (bench/run_attention_bench.sh, three interleaved passes) at head dim 64: 261.0-261.6 TFLOP/s ->
 // 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
 // head dim 128 within the run-to-run spread (460-481 for every variant).
