@@ -26,6 +26,13 @@ case "${1:-}" in
       "$(libs KILN_GFORTRAN_LIB)" "$(libs KILN_QUADMATH_LIB)" -fopenmp -ldl -lrt -lpthread \
       -o "$stage/gpu_attention_bench"
     strip "$stage/gpu_attention_bench"
+    # The kernel-timeline tracer (bench/cupti_trace.cpp) and the CUPTI it links, for KILN_BENCH_TRACE.
+    cuda="$(dirname "$(command -v nvcc)")/.."
+    if [ -f "$cuda/include/cupti.h" ]; then
+      g++ -std=c++20 -O2 -shared -fPIC -I"$cuda/include" "$root/bench/cupti_trace.cpp" \
+        -L"$cuda/lib64" -lcupti -o "$stage/libkiln_cupti_trace.so"
+      cp -L "$cuda"/lib64/libcupti.so.[0-9]* "$stage/"
+    fi
     tar -C "$stage_dir" -cf - bin | xz -T2 -1 >"$stage_dir/bin.tar.xz"
     ls -la "$stage" "$stage_dir/bin.tar.xz"
     ;;
@@ -84,6 +91,19 @@ PY
     # KILN_BENCH_ATTN_DETAIL=1 (read by both programs): per-step forward / backward GPU time, host
     # issue time and allocator activity, printed as "detail" lines.
     grep -h '"detail"' "$out"/kiln_attention.jsonl "$out/torch_attention.jsonl" || true
+    # KILN_BENCH_TRACE=1: both programs once more under the CUPTI tracer (bench/cupti_trace.cpp),
+    # kernels as they ran in the stream (durations, gaps, step periods; clocks as the program
+    # left them, unlike ncu).
+    if [ "${KILN_BENCH_TRACE:-0}" = 1 ] && [ -f "$stage/libkiln_cupti_trace.so" ]; then
+      for prog in kiln torch; do
+        if [ $prog = kiln ]; then cmd=("$stage/gpu_attention_bench"); else
+          cmd=(python3 "$root/bench/torch_gpu_attention.py"); fi
+        LD_LIBRARY_PATH="$stage:${LD_LIBRARY_PATH:-}" CUDA_INJECTION64_PATH="$stage/libkiln_cupti_trace.so" \
+          KILN_TRACE_OUT="$out/trace_$prog.csv" "${cmd[@]}" >/dev/null
+        echo "== kernels in the stream: $prog"
+        python3 "$root/bench/kernel_trace_summary.py" "$out/trace_$prog.csv"
+      done
+    fi
     ;;
   *)
     echo "usage: $0 --build | --run" >&2
