@@ -30,6 +30,7 @@ def short(name):
                 i += 1
         ids = [x for x in ids if "kernel" in x]
         return ids[0][:40] if ids else name[-40:]
+    name = name.replace("(anonymous namespace)::", "")
     name = re.sub(r"\(.*", "", name)  # drop the parameter list
     name = re.sub(r"<.*", "", name)  # and template arguments
     return name.split("::")[-1][-40:]

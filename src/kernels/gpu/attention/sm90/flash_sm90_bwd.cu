@@ -639,7 +639,11 @@ int env_digit(const char* name, int fallback, int max) {
 // into dS^T (dP^T scale - dl scale by FFMA, no scaling of dQ / dK) 199.7-203.0 against 199.8-
 // 203.2 (head dim 64; 8 bytes spilled at 128). The block's last wait on its bulk stores and
 // reduce-adds is on their shared-memory reads only (completion is part of the grid's): head dim
-// 128 2.44-2.45 -> 2.40-2.41 ms, 64 unchanged. In-stream forward+backward
+// 128 2.44-2.45 -> 2.40-2.41 ms, 64 unchanged. Not kept either: an L2 prefetch (cp.async.bulk.
+// prefetch) of the first K / V / Q / dO / l2 / dl loads of block blockIdx + one wave, issued with
+// the last tile's loads (the consumers of a new block wait on those loads for 12% of the stall
+// samples at head dim 64): 201.0-203.6 -> 204.7-207.2 us, forward+backward 263.7-264.9 -> 258.3-
+// 258.9 TFLOP/s; head dim 128 unchanged. In-stream forward+backward
 // (bench/run_attention_bench.sh, three interleaved passes) at head dim 64: 261.0-261.6 TFLOP/s ->
 // 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
 // head dim 128 within the run-to-run spread (460-481 for every variant).
