@@ -18,10 +18,24 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Seconds of sustained calls before timing, after the three warm-up calls (KILN_BENCH_WARMUP_S,
+// default 0), as in torch_gpu_attention.py: times the clocks the GPU holds under its power cap in
+// a long training run (bench/run_attention_bench.sh).
+double warmup_s() {
+  const char* e = std::getenv("KILN_BENCH_WARMUP_S");
+  return e ? std::atof(e) : 0.0;
+}
+
 // Median over 5 batches of the GPU time per call of f (events on the current stream), in ms.
 double gpu_ms(int iters, const std::function<void()>& f) {
   for (int i = 0; i < 3; ++i) f();
   kiln::cuda::synchronize();
+  const auto w0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count() <
+         warmup_s()) {
+    for (int i = 0; i < iters; ++i) f();
+    kiln::cuda::synchronize();
+  }
   std::vector<double> t;
   for (int r = 0; r < 5; ++r) {
     kiln::cuda::Event a(true), b(true);

@@ -9,6 +9,15 @@
 #                                          and re-packs $stage/bin.tar.xz (what `carry` takes)
 #   bench/run_attention_bench.sh --run     on the GPU machine: runs both, prints a ratio table
 # KILN_GPU_STAGE (default build-gpu-attn) names the stage folder under the repository root.
+#
+# Sampling: three warm-up calls, then 5 samples of KILN_BENCH_ITERS steps (default 5 at T 4096,
+# 20 at T 1024), median; KILN_BENCH_WARMUP_S=s (both programs) first runs each case for s seconds.
+# Why it matters (H100, session 9, kernel timelines from KILN_BENCH_TRACE=1): the GPU runs at full
+# clocks for the first steps after a pause and then lowers them under its 700 W cap, at a point
+# that varies from run to run (PyTorch's head-dim-128 backward kernel: 2.48-2.52 ms for 8-16
+# steps, then 2.73-2.84 ms; kiln's 2.40 ms for 4 steps, then 2.69-2.83). The default samples can
+# fall on either side (PyTorch's D128 forward+backward measured 466-506 TFLOP/s for the same
+# code); KILN_BENCH_WARMUP_S=1 times both at the clocks a long training run holds.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 stage_dir="$root/${KILN_GPU_STAGE:-build-gpu-attn}"

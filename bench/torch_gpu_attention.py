@@ -9,9 +9,16 @@ import torch.nn.functional as F
 
 
 def gpu_ms(iters, f):
+    # Three calls, then KILN_BENCH_WARMUP_S seconds (default 0) of sustained calls, as in
+    # gpu_attention.cpp.
     for _ in range(3):
         f()
     torch.cuda.synchronize()
+    w0 = time.perf_counter()
+    while time.perf_counter() - w0 < float(os.environ.get("KILN_BENCH_WARMUP_S", "0")):
+        for _ in range(iters):
+            f()
+        torch.cuda.synchronize()
     t = []
     for _ in range(5):
         a = torch.cuda.Event(enable_timing=True)
