@@ -82,6 +82,12 @@ using namespace sm90;
 //     (945 us), persistent 2 stages 575-593, + kEarly 584 (942 us), with kLazy 572-580 (959 us),
 //     kTree 582, no ping-pong 585-587. Earlier (H200): kBk 64 482-488; clusters of 2 multicasting
 //     K/V halves 432 (D64: 150).
+// Session 9 (H100): D64 kBk 128 with one consumer at 2 blocks/SM, with or without kQReg and the
+// session 7 features (no spills, no wgmma serialization): 101-103 us against 86 (ncu), 258-261
+// TFLOP/s against 312; 1 consumer at 4 blocks/SM (2 stages, 104 registers) spills and serializes
+// every wgmma. Under sustained load (bench/run_attention_bench.sh with KILN_BENCH_WARMUP_S=1,
+// kernel timelines from KILN_BENCH_TRACE=1) this kernel slows from 81-83 to 88.5 us a call while
+// cuDNN's stays at 82.4: at the H100's power cap it does less work per joule than cuDNN's.
 // ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to 240; 80 at entry (3
 // blocks/SM), consumers 136.
 //
