@@ -85,11 +85,13 @@ using namespace sm90;
 // Session 9 (H100): D64 kBk 128 with one consumer at 2 blocks/SM, with or without kQReg and the
 // session 7 features (no spills, no wgmma serialization): 101-103 us against 86 (ncu), 258-261
 // TFLOP/s against 312; 1 consumer at 4 blocks/SM (2 stages, 104 registers) spills and serializes
-// every wgmma. Under sustained load (bench/run_attention_bench.sh with KILN_BENCH_WARMUP_S=1,
-// kernel timelines from KILN_BENCH_TRACE=1) this kernel slows from 81-83 to 88.5 us a call while
-// cuDNN's stays at 82.4: at the H100's power cap it does less work per joule than cuDNN's.
-// ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to 240; 80 at entry (3
-// blocks/SM), consumers 136.
+// every wgmma. Two consumers sharing kBk 128 tiles at 1 block/SM (the D128 default's shape, with or
+// without ping-pong, 2 or 3 stages): 111-114 us against 88, 228-241 TFLOP/s against 307 (and
+// 230-241 against 264-274 sustained). Under sustained load (bench/run_attention_bench.sh with
+// KILN_BENCH_WARMUP_S=1, kernel timelines from KILN_BENCH_TRACE=1) this kernel slows from 81-83
+// to 88.5 us a call while cuDNN's stays at 82.4: at the H100's power cap it does less work per
+// joule than cuDNN's. ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to
+// 240; 80 at entry (3 blocks/SM), consumers 136.
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
