@@ -649,7 +649,10 @@ int env_digit(const char* name, int fallback, int max) {
 // head dim 128 within the run-to-run spread (460-481 for every variant).
 constexpr int kDefaultCfg128 = 6;
 int bwd128_cfg() {
-  static const int c = env_digit("KILN_FLASH_SM90_BWD128_CFG", kDefaultCfg128, 6);
+  static const int c = [] {  // index 4 is head dim 64 only
+    const int v = env_digit("KILN_FLASH_SM90_BWD128_CFG", kDefaultCfg128, 6);
+    return v == 4 ? kDefaultCfg128 : v;
+  }();
   return c;
 }
 // Head dim 64: three Q / dO stages (index 2 against 0, session 6: back to back in a training step
