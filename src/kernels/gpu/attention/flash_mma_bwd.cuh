@@ -571,7 +571,8 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
 template <bool kBf16, bool kVec>
 __global__ void mma_dq_cast_kernel(const float* src, uint16_t* dst, int64_t n8, int d8, int64_t n1,
                                    int64_t n2, int64_t s0, int64_t s1, int64_t s2) {
-  pdl_wait();  // launched early after the sm90 backward (mma_dq_cast's pdl)
+  pdl_launch_dependents();  // a programmatic next kernel (the sm90 forward) may start its blocks
+  pdl_wait();               // launched early after the sm90 backward (mma_dq_cast's pdl)
   // Backwards through the accumulator: the backward kernels end on its last (batch, head) pairs,
   // whose rows are still in L2.
   const int64_t i = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * blockDim.x + threadIdx.x;

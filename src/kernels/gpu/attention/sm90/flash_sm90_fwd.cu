@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "backend/gpu/vendor.h"
+#include "kernels/gpu/attention/pdl.cuh"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
 #include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
 #include "kernels/gpu/attention/sm90/sm90_tma.cuh"
@@ -219,6 +220,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     return static_cast<int>((kend + kBk - 1) / kBk);
   };
   const int warp = threadIdx.x / kWarpThreads, lane = threadIdx.x % kWarpThreads;
+  pdl_launch_dependents();  // a programmatic next kernel may start its blocks as these end
 
   if (threadIdx.x == 0) {
     for (int qb = 0; qb < C::kQBufs; ++qb) {
@@ -241,6 +243,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       tma_prefetch_map(&mq);
       tma_prefetch_map(&mk);
       tma_prefetch_map(&mv);
+      pdl_wait();  // a programmatic launch: the previous kernel's q / k / v are visible
       int it = 0;  // key tiles loaded so far (all work tiles): stage it % kStages
       auto load_q = [&](int rq, int qi0, int qh, int qbat) {  // work tile rq's Q
         const int qb = rq % C::kQBufs, qu = rq / C::kQBufs;
@@ -283,6 +286,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     }
   } else {
     regs_alloc<C::kConsumerRegs>();
+    pdl_wait();  // nothing the previous kernel reads or writes is written before it has ended
 
     const int cw = warp / 4 - 1, wi = warp % 4;
     const int g = lane >> 2, tq4 = lane & 3;
@@ -630,6 +634,23 @@ using D128Cfgs =
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, false, true, true>>;
 constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 0;
 
+// Note [Flash sm90 forward PDL]: the forward is a programmatic dependent launch (pdl.cuh) and lets
+// the next one start early (as does the backward's dq cast, so a training step's next forward
+// starts as the cast ends): the producer waits (pdl_wait) before its first load, the consumers
+// before anything else. H100, three interleaved passes of bench/run_attention_bench.sh's program,
+// on / off: B16 H12 T1024 D64 forward 313.5-315.5 / 307.0-313.3 TFLOP/s, forward+backward
+// 266.0-266.8 / 261.0-265.7; B4 H32 T4096 D128 unchanged (603-609, 481-487). In the kernel timeline
+// (KILN_BENCH_TRACE=1) the head-dim-64 training step went from 337.4 to 335.7 us. (Session 8 also
+// launched the pre-pass this way: not kept, Note [Flash sm90 backward PDL].)
+// KILN_FLASH_SM90_FWD_PDL=0 turns it off.
+bool fwd_pdl() {
+  static const bool on = [] {
+    const char* e = std::getenv("KILN_FLASH_SM90_FWD_PDL");
+    return !(e && e[0] == '0' && e[1] == 0);
+  }();
+  return on;
+}
+
 std::atomic<int> g_cfg{[] {
   const char* e = std::getenv("KILN_FLASH_SM90_CFG");
   if (!e || e[0] < '0' || e[0] > '9') return -1;
@@ -671,7 +692,12 @@ bool launch(const FlashParams& p, int device, cudaStream_t stream) {
   sc.hg = static_cast<int>(std::min<int64_t>(nbh, std::max<int64_t>(1, (resident + nq - 1) / nq)));
   sc.items = static_cast<int>(items);
   const int64_t grid = C::kPersist ? std::min<int64_t>(items, resident) : items;
-  kernel<<<static_cast<unsigned>(grid), C::kThreads, C::kSmem, stream>>>(mq, mk, mv, p, sc);
+  // A programmatic dependent launch (pdl.cuh, Note [Flash sm90 forward PDL]): the blocks start as
+  // the previous kernel's blocks end and wait for it before their first load or store. A launch
+  // error stays pending for the caller's check, as with <<< >>>.
+  const PdlConfig c(dim3(static_cast<unsigned>(grid)), dim3(C::kThreads), C::kSmem, stream,
+                    fwd_pdl());
+  pdl_launch(c, kernel, mq, mk, mv, p, sc);
   return true;
 }
 
