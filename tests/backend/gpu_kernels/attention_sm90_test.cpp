@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/cuda.h"
@@ -182,6 +183,8 @@ TEST(FlashAttentionSm90, DeclinedCallsFallBack) {
 namespace kiln::gpu::flash {
 // Forces a forward kernel shape (flash_sm90_fwd.cu; -1: the defaults); weak like the others.
 __attribute__((weak)) void sm90_set_forward_cfg(int cfg);
+// Forces backward kernel shapes (flash_sm90_bwd.cu; -1: the defaults); weak like the others.
+__attribute__((weak)) void sm90_set_backward_cfg(int cfg64, int cfg128);
 }  // namespace kiln::gpu::flash
 
 namespace kiln {
@@ -314,14 +317,15 @@ TEST(FlashAttentionSm90, BackwardStridedPackedQkv) {
 
 // The sm90 backward against flash_mma's backward on the same bf16 inputs (seeds seed .. seed + 3),
 // head dims 64 and 128.
-void expect_backward_matches_mma(std::initializer_list<Case> cases, uint64_t seed) {
+void expect_backward_matches_mma(std::initializer_list<Case> cases, uint64_t seed,
+                                 const std::string& tag = "") {
   for (int64_t d : {64, 128})
     for (const Case& c : cases) {
       Tensor q = rnd({c.b, c.hq, c.tq, d}, seed).to(kGpu, kBFloat16),
              k = rnd({c.b, c.hk, c.tk, d}, seed + 1).to(kGpu, kBFloat16),
              v = rnd({c.b, c.hk, c.tk, d}, seed + 2).to(kGpu, kBFloat16),
              go = rnd({c.b, c.hq, c.tq, d}, seed + 3).to(kGpu, kBFloat16);
-      const std::string what = name(c, d, kBFloat16);
+      const std::string what = name(c, d, kBFloat16) + tag;
       auto g = grads(q, k, v, go, c.causal);
       EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
       gpu::flash::sm90_set_backward_enabled(false);
@@ -382,6 +386,24 @@ TEST(FlashAttentionSm90, BackwardGridOrderMatchesFlashMma) {
                                {1, 1, 1, 4097, 4000, true},
                                {3, 11, 11, 300, 1000, true}},
                               27);
+}
+
+// Every backward kernel shape (KILN_FLASH_SM90_BWD_CFG / _BWD128_CFG indices 0-6 in
+// flash_sm90_bwd.cu: product orders, stage counts, the late dQ reduce-add with one or two staging
+// buffers, two consumer warpgroups at head dim 64) against flash_mma's backward: lengths that are
+// not multiples of the tiles, tq != tk, more blocks than a wave, causal and not.
+TEST(FlashAttentionSm90, BackwardEveryShape) {
+  KILN_NEED_SM90();
+  ASSERT_NE(gpu::flash::sm90_set_backward_cfg, nullptr);
+  const std::pair<int, int> shapes[] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5}, {5, 5}, {6, 6}};
+  uint64_t seed = 40;
+  for (auto [c64, c128] : shapes) {
+    gpu::flash::sm90_set_backward_cfg(c64, c128);
+    expect_backward_matches_mma(
+        {{1, 3, 3, 300, 300, true}, {2, 2, 2, 200, 333, false}, {1, 9, 9, 1100, 1000, true}},
+        seed += 10, " cfg " + std::to_string(c64) + " / " + std::to_string(c128));
+  }
+  gpu::flash::sm90_set_backward_cfg(-1, -1);
 }
 
 }  // namespace

@@ -648,20 +648,23 @@ int env_digit(const char* name, int fallback, int max) {
 // 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
 // head dim 128 within the run-to-run spread (460-481 for every variant).
 constexpr int kDefaultCfg128 = 6;
+constexpr int kMaxCfg = 6;
+// Shapes forced by sm90_set_backward_cfg (-1: the environment's, else the defaults).
+std::atomic<int> g_cfg64{-1}, g_cfg128{-1};
 int bwd128_cfg() {
-  static const int c = [] {  // index 4 is head dim 64 only
-    const int v = env_digit("KILN_FLASH_SM90_BWD128_CFG", kDefaultCfg128, 6);
-    return v == 4 ? kDefaultCfg128 : v;
-  }();
-  return c;
+  static const int env = env_digit("KILN_FLASH_SM90_BWD128_CFG", kDefaultCfg128, kMaxCfg);
+  const int f = g_cfg128.load(std::memory_order_relaxed);
+  const int c = f >= 0 ? f : env;
+  return c == 4 ? kDefaultCfg128 : c;  // index 4 is head dim 64 only
 }
 // Head dim 64: three Q / dO stages (index 2 against 0, session 6: back to back in a training step
 // on an H100, forward+backward 253.2-253.7 TFLOP/s against 249.5-250.9 with two) and the late dQ
 // reduce-add (index 5, Note [Flash sm90 backward late dQ]).
 constexpr int kDefaultCfg64 = 5;
 int bwd_cfg() {
-  static const int c = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, 6);
-  return c;
+  static const int env = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, kMaxCfg);
+  const int f = g_cfg64.load(std::memory_order_relaxed);
+  return f >= 0 ? f : env;
 }
 // dK / dV leave by TMA stores (KILN_FLASH_SM90_BWD_TMA_OUT=0 / 1; default kTmaOutDefault).
 constexpr bool kTmaOutDefault = true;
@@ -750,6 +753,14 @@ bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, cons
 }  // namespace
 
 bool sm90_backward_pdl() { return bwd_pdl(); }
+
+// Forces backward kernel shapes (indices as KILN_FLASH_SM90_BWD_CFG / _BWD128_CFG; -1 or out of
+// range: the environment's or the defaults), so tests cover every shape. Not in flash_sm90.h:
+// tests declare it themselves.
+void sm90_set_backward_cfg(int cfg64, int cfg128) {
+  g_cfg64.store(cfg64 >= 0 && cfg64 <= kMaxCfg ? cfg64 : -1, std::memory_order_relaxed);
+  g_cfg128.store(cfg128 >= 0 && cfg128 <= kMaxCfg ? cfg128 : -1, std::memory_order_relaxed);
+}
 
 void sm90_set_backward_enabled(bool on) { g_bwd_enabled.store(on, std::memory_order_relaxed); }
 void sm90_set_backward128_enabled(bool on) {
