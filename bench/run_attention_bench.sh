@@ -14,10 +14,11 @@
 # 20 at T 1024), median; KILN_BENCH_WARMUP_S=s (both programs) first runs each case for s seconds.
 # Why it matters (H100, session 9, kernel timelines from KILN_BENCH_TRACE=1): the GPU runs at full
 # clocks for the first steps after a pause and then lowers them under its 700 W cap, at a point
-# that varies from run to run (PyTorch's head-dim-128 backward kernel: 2.48-2.52 ms for 8-16
-# steps, then 2.73-2.84 ms; kiln's 2.40 ms for 4 steps, then 2.69-2.83). The default samples can
-# fall on either side (PyTorch's D128 forward+backward measured 466-506 TFLOP/s for the same
-# code); KILN_BENCH_WARMUP_S=1 times both at the clocks a long training run holds.
+# that varies from run to run (PyTorch's head-dim-128 backward kernel: 2.48-2.52 ms for 8 to all
+# 28 steps of a case, then 2.73-2.84 ms; kiln's 2.40 ms for about 4 steps, then 2.69-2.83). The
+# default samples can fall on either side (PyTorch's D128 forward+backward measured 465-513
+# TFLOP/s for the same code); KILN_BENCH_WARMUP_S=1 times both at the clocks a long training run
+# holds.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 stage_dir="$root/${KILN_GPU_STAGE:-build-gpu-attn}"
