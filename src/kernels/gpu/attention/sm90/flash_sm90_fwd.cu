@@ -640,8 +640,10 @@ constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 0;
 // before anything else. H100, three interleaved passes of bench/run_attention_bench.sh's program,
 // on / off: B16 H12 T1024 D64 forward 313.5-315.5 / 307.0-313.3 TFLOP/s, forward+backward
 // 266.0-266.8 / 261.0-265.7; B4 H32 T4096 D128 unchanged (603-609, 481-487). In the kernel timeline
-// (KILN_BENCH_TRACE=1) the head-dim-64 training step went from 337.4 to 335.7 us. (Session 8 also
-// launched the pre-pass this way: not kept, Note [Flash sm90 backward PDL].)
+// (KILN_BENCH_TRACE=1) the head-dim-64 training step went from 337.4 to 335.7 us. The pre-pass
+// launched this way too (waiting at its start) is worse: its blocks fit beside the forward's and
+// start 82 us early, the forward slows (84.7 -> 86.7 us) and the step goes from 337.5 to 340.6 us
+// (forward+backward 266.0-266.4 -> 264.1-264.6 TFLOP/s; session 8 saw the same at head dim 128).
 // KILN_FLASH_SM90_FWD_PDL=0 turns it off.
 bool fwd_pdl() {
   static const bool on = [] {
