@@ -41,6 +41,21 @@ __device__ inline float to_f32(uint32_t bits16) {
 // 27.3 -> 25.8 us; causal bf16 forward+backward 252.3-254.5 -> 256.8-257.8 TFLOP/s (three
 // interleaved passes; B4 H32 T4096 D128, where the buffers are 5x the L2: unchanged within the
 // run-to-run spread).
+//
+// Session 10 moved each of the two passes into the sm90 backward's main kernel. Neither was kept:
+// both sit at the DRAM roofline, and the work in the main kernel cost more than it saved.
+// H100, in-stream kernel times (KILN_BENCH_TRACE=1), B16 H12 T1024 D64, main kernel 199-202 us
+// without either:
+//   - The cast, by the last key block to add into a 64-row tile. Leaders publish each completed
+//     reduce-add group in shared memory; idle producer warps count tiles in global counters; the
+//     tile is cast from a bulk load of its rows. The cast kernel then covers the last 2 tiles.
+//     Main kernel: every variant 233-291 us. Variants: last incrementer or first key block casts,
+//     publish lag 1-3, with or without fences.
+//   - The zeroing, by the first block of each (batch, head) to start. It claims the head and
+//     bulk-stores its 256 KiB of zeros; the head's other blocks wait for its flag. Pre-pass
+//     32.4 -> 20.3 us, main kernel 202 -> 240.5 us.
+// ncu shows the consumers' stalls unchanged in both cases. The blocks live longer: one SM zeroes
+// a whole head, or key block 0, the longest block, takes on the casts.
 template <bool kBf16, int kD>
 __global__ void __launch_bounds__(256)
     mma_bwd_prep_kernel(FlashParams p, float* l2buf, float* dlbuf, int64_t pad) {
