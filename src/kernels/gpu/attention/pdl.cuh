@@ -4,6 +4,8 @@
 // sm_90 and in kernels launched without the attribute.
 #pragma once
 
+#include <cstdlib>
+
 #include "backend/gpu/vendor.h"
 
 namespace kiln::gpu::flash {
@@ -39,6 +41,13 @@ struct PdlConfig {
   PdlConfig(const PdlConfig&) = delete;  // cfg points at attr
   PdlConfig& operator=(const PdlConfig&) = delete;
 };
+
+// Whether the programmatic launches a switch `name` governs are on: they are unless the environment
+// sets it to 0 (read once by the caller).
+inline bool pdl_env_on(const char* name) {
+  const char* e = std::getenv(name);
+  return !(e && e[0] == '0' && e[1] == 0);
+}
 
 // cudaLaunchKernelEx(&c.cfg, kernel, args...); where the programmatic attribute is refused, that
 // error is cleared and the kernel launched plainly. Returns the launch's error.

@@ -121,6 +121,7 @@ struct BwdCfg {
   // run, and tile t's Q / dO stage is released in tile t + 1 (after its S^T).
   static constexpr int kOrder = kOrder_;
   static constexpr int kDqBytes = kBq * kD * 4;
+  static constexpr int kBoxF = 32;  // columns (floats) of one 128-byte-wide dQ staging box
   static constexpr int kBk = 64 * kC, kThreads = 128 * (kC + 1);
   static constexpr int kBoxes = kD / 64;       // 64-column boxes of a row
   static constexpr int kRows64 = 64 * kD * 2;  // 64 rows of K / V / Q / dO (kBoxes boxes)
@@ -302,7 +303,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   }
 
   // This warpgroup's dQ staging boxes (columns cw kDqN ..).
-  const uint32_t sdq0 = base + C::kSdq + cw * (kDqN / 32) * (kBq * 128);
+  constexpr int kBoxF = C::kBoxF;
+  const uint32_t sdq0 = base + C::kSdq + cw * (kDqN / kBoxF) * (kBq * 128);
   auto sdq_of = [&](int u) { return sdq0 + (C::kDqBufs == 2 ? (u & 1) * C::kDqBytes : 0); };
   // After a dQ product has completed: dQ scale of columns kDqW w .. of this warpgroup's share
   // into its staging boxes at sdq.
@@ -328,9 +330,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int row = wi * 16 + g + 8 * e, col = w * kDqW + n * 8 + 2 * tq4;  // in the share
-        const int c16 = (col % 32) / 4;                                         // 16-byte chunk
-        const uint32_t a =
-            sdq + (col / 32) * (kBq * 128) + row * 128 + ((c16 ^ (row % 8)) * 16) + (col % 4) * 4;
+        const int c16 = (col % kBoxF) / 4;                                      // 16-byte chunk
+        const uint32_t a = sdq + (col / kBoxF) * (kBq * 128) + row * 128 +
+                           ((c16 ^ (row % 8)) * 16) + (col % 4) * 4;
         asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a),
                      "f"(dq[4 * n + 2 * e] * p.scale), "f"(dq[4 * n + 2 * e + 1] * p.scale)
                      : "memory");
@@ -344,8 +346,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     cw == 0 ? named_sync<2, 128>() : named_sync<3, 128>();
     if (leader) {
 #pragma unroll
-      for (int c = 0; c < kDqN / 32; ++c)
-        tma_reduce_add_4d(&mdq, sdq + c * (kBq * 128), cw * kDqN + c * 32, istart + u * kBq, h, b);
+      for (int c = 0; c < kDqN / kBoxF; ++c)
+        tma_reduce_add_4d(&mdq, sdq + c * (kBq * 128), cw * kDqN + c * kBoxF, istart + u * kBq, h,
+                          b);
       bulk_commit();
     }
     if constexpr (C::kOrder == 0) {
@@ -673,10 +676,9 @@ bool bwd_tma_out() {
   return on;
 }
 // Programmatic dependent launch of this kernel after the pre-pass and of the dq cast after it
-// (sm90_backward_pdl): KILN_FLASH_SM90_PDL=0 / 1 (default kPdlDefault).
-constexpr bool kPdlDefault = true;
+// (sm90_backward_pdl), unless KILN_FLASH_SM90_PDL=0.
 bool bwd_pdl() {
-  static const bool on = env_digit("KILN_FLASH_SM90_PDL", kPdlDefault ? 1 : 0, 1) == 1;
+  static const bool on = pdl_env_on("KILN_FLASH_SM90_PDL");
   return on;
 }
 // (Batch, head) pairs per group of the grid order (Note [Flash sm90 backward grid order]):

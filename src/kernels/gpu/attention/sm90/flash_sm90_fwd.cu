@@ -646,10 +646,7 @@ constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 0;
 // (forward+backward 266.0-266.4 -> 264.1-264.6 TFLOP/s; session 8 saw the same at head dim 128).
 // KILN_FLASH_SM90_FWD_PDL=0 turns it off.
 bool fwd_pdl() {
-  static const bool on = [] {
-    const char* e = std::getenv("KILN_FLASH_SM90_FWD_PDL");
-    return !(e && e[0] == '0' && e[1] == 0);
-  }();
+  static const bool on = pdl_env_on("KILN_FLASH_SM90_FWD_PDL");
   return on;
 }
 
