@@ -56,6 +56,16 @@ __device__ inline float to_f32(uint32_t bits16) {
 //     32.4 -> 20.3 us, main kernel 202 -> 240.5 us.
 // ncu shows the consumers' stalls unchanged in both cases. The blocks live longer: one SM zeroes
 // a whole head, or key block 0, the longest block, takes on the casts.
+// Session 11 cast whole (batch, head) pairs there instead, with no per-tile waits. Each consumer
+// leader, after its last reduce-add completed (bulk wait_group, release add), counted its pair;
+// one idle producer warp per block, until its producer had issued the last loads, took tickets
+// (atomicAdd) for 32-row chunks of finished pairs, bulk-loaded each and stored it as bf16; the
+// cast kernel took the rest. (Claims by compare-and-swap on one cursor serialized at about one a
+// microsecond: 2% of the chunks.) Helpers cast 74% of the chunks at D64 and 95% at B4 H32 T4096
+// D128 (tests passed), but the cast's bytes cost about as much inside the main kernel as after it:
+// D64 main 199.6-200.0 -> 231.6-232.7 us (the end-of-block completion wait and release alone
+// 214-215, 211-212 relaxed), cast after it about 25 -> 7.5 us net, step 338-340 -> 352-355 us;
+// D128 main 2.68-2.69 -> 2.66-2.82 ms, step 3.95 -> 3.77-3.98 ms (within the power-cap spread).
 template <bool kBf16, int kD>
 __global__ void __launch_bounds__(256)
     mma_bwd_prep_kernel(FlashParams p, float* l2buf, float* dlbuf, int64_t pad) {
