@@ -65,7 +65,9 @@ __device__ inline float to_f32(uint32_t bits16) {
 // D128 (tests passed), but the cast's bytes cost about as much inside the main kernel as after it:
 // D64 main 199.6-200.0 -> 231.6-232.7 us (the end-of-block completion wait and release alone
 // 214-215, 211-212 relaxed), cast after it about 25 -> 7.5 us net, step 338-340 -> 352-355 us;
-// D128 main 2.68-2.69 -> 2.66-2.82 ms, step 3.95 -> 3.77-3.98 ms (within the power-cap spread).
+// D128 main 2.68-2.77 -> 2.66-2.82 ms, cast 134 -> 10 us net; forward+backward with helpers at
+// D128 only, interleaved passes against PyTorch: 478.6-486.7 TFLOP/s against 478.1-486.6
+// without (the power cap's spread is larger than the difference).
 template <bool kBf16, int kD>
 __global__ void __launch_bounds__(256)
     mma_bwd_prep_kernel(FlashParams p, float* l2buf, float* dlbuf, int64_t pad) {
