@@ -93,6 +93,18 @@ using namespace sm90;
 // to 88.5 us a call while cuDNN's stays at 82.4: at the H100's power cap it does less work per
 // joule than cuDNN's. ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to
 // 240; 80 at entry (3 blocks/SM), consumers 136.
+// Session 12 (H100; forward kernel time a call, median of 7 x 10 calls by CUDA events, interleaved
+// with the defaults in one device call; B16 H12 T1024 D64 causal, defaults 82.5-84.5 us): the
+// loop's time follows neither its MUFU nor its add count (SASS: 266 instructions a key tile, 34
+// MUFU, 36 FADD). Row sums made by P V itself (m64n72 against V plus a ones tile; no FADDs, l
+// from O's columns 64-71): 82.0-83.2. With that, P = ex2.approx.bf16x2 of packed exponents (half
+// the MUFU operations): 84.8-85.2. A degree-4 polynomial 2^x on the FMA pipe for 1, 2 or 3 of P's
+// 8 column blocks: 84.8-85.1, 89.4-90.2, 93.3. One block of independent consumer warpgroups (a
+// producer warp each, so the consumers get the registers of two producer warpgroups): 3 at 160
+// registers 88.4-90.0, 4 at 112 (Q from shared memory, no kChain) 83.7-84.5, 3 with kBk 128 (no
+// kQReg) 89.8-91.3. Non-causal at B1 H3 T8192 (one wave, three warpgroups an SM) every variant
+// runs 113-120 us (430-456 TFLOP/s, 46% of the dense peak; cuDNN 146-149), though one warpgroup
+// alone on an SM runs a key tile of 64 in 555 ns (128: 925 ns) against 890 ns with three.
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
