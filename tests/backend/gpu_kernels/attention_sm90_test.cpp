@@ -190,9 +190,9 @@ __attribute__((weak)) void sm90_set_backward_cfg(int cfg64, int cfg128);
 namespace kiln {
 namespace {
 
-// Every forward kernel shape (D64Cfgs 0..4, D128Cfgs 0..5 in flash_sm90_fwd.cu, the persistent
-// and chained ones included) against the float64 CPU kernel on small shapes (bf16, fp16) and
-// against flash_mma on shapes with more work tiles than resident blocks (several rounds per
+// Every forward kernel shape (D64Cfgs 0..5, D128Cfgs 0..6 in flash_sm90_fwd.cu, the persistent,
+// chained and TMA-store ones included) against the float64 CPU kernel on small shapes (bf16, fp16)
+// and against flash_mma on shapes with more work tiles than resident blocks (several rounds per
 // persistent block, batch x heads a multiple of nothing, tq != tk, GQA).
 TEST(FlashAttentionSm90, ForwardEveryShape) {
   KILN_NEED_SM90();
@@ -208,7 +208,7 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
                         {2, 9, 3, 1100, 1100, true},
                         {1, 5, 5, 1300, 700, true}};
   for (int64_t d : {64, 128})
-    for (int cfg = 0; cfg < (d == 64 ? 5 : 6); ++cfg) {
+    for (int cfg = 0; cfg < (d == 64 ? 6 : 7); ++cfg) {
       gpu::flash::sm90_set_forward_cfg(cfg);
       uint64_t seed = 300;
       for (DType dt : {kBFloat16, kFloat16})
@@ -243,7 +243,7 @@ TEST(FlashAttentionSm90, ForwardManyShortWorkTiles) {
   const Case cases[] = {
       {40, 8, 8, 70, 70, true}, {33, 12, 4, 1, 300, false}, {9, 40, 8, 130, 60, true}};
   for (int64_t d : {64, 128})
-    for (int cfg = 0; cfg < (d == 64 ? 5 : 6); ++cfg) {
+    for (int cfg = 0; cfg < (d == 64 ? 6 : 7); ++cfg) {
       gpu::flash::sm90_set_forward_cfg(cfg);
       uint64_t seed = 900;
       for (const Case& c : cases) {

@@ -164,16 +164,6 @@ __device__ inline void st_u32_if(bool pred, void* a, uint32_t v) {
 // within 1%.)
 __device__ inline uint64_t desc_add(uint64_t d, uint32_t bytes) { return d + (bytes >> 4); }
 
-// One box of a 4-d tensor map from shared memory to global memory (bulk group; rows past the
-// tensor's end are not written).
-__device__ inline void tma_store_4d(const void* map, uint32_t src, int c0, int c1, int c2, int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
-          reinterpret_cast<uint64_t>(map)),
-      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
-      : "memory");
-}
-
 // Note [Flash sm90 backward PDL]: the kernel is a programmatic dependent launch (pdl.cuh) after the
 // pre-pass: its blocks start while the pre-pass ends and load K / V before pdl_wait (the producer,
 // before the first l2 / dl rows; the consumers, before their first dq reduce-add). The dq cast is

@@ -105,6 +105,12 @@ using namespace sm90;
 // kQReg) 89.8-91.3. Non-causal at B1 H3 T8192 (one wave, three warpgroups an SM) every variant
 // runs 113-120 us (430-456 TFLOP/s, 46% of the dense peak; cuDNN 146-149), though one warpgroup
 // alone on an SM runs a key tile of 64 in 555 ns (128: 925 ns) against 890 ns with three.
+// What the work tiles cost, found by leaving parts out: the epilogue's global stores 4.7 us (the
+// 16-byte row chunks compiled to four 4-byte STGs each, then a MEMBAR at the proxy fence), the
+// causal masks 3 us. O by TMA stores from its own staging buffer (kTmaO, the D64 default since):
+// 80.4-81.8 against 82.2-83.2 (non-causal 126.7-128.2 against 130.3-131.1); 16-byte stores by
+// asm, issued after the Q buffer's release: 82.1-84.0 (not kept). B4 H32 T4096 D128 with kTmaO:
+// 910-975 us against 918-931 (within the power cap's spread; index 6, not the default).
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
@@ -120,10 +126,11 @@ using namespace sm90;
 // order), not between the wait for P V and the next issue. kChain (2 Q buffers): the next work
 // tile's S_0 is issued with the last P V of this one and runs during the epilogue. kQEarly (2 Q
 // buffers): the producer loads the next work tile's Q right after this one's last K, not after the
-// next one's first K (kChain needs it at the end of this work tile).
+// next one's first K (kChain needs it at the end of this work tile). kTmaO: above.
 template <int kD_, int kBk_, int kStages_, int kConsumers_, int kMinBlocks_, bool kPingPong_,
           bool kPersist_ = false, int kQBufs_ = 1, bool kQReg_ = false, bool kLazy_ = false,
-          bool kEarly_ = false, bool kDeferO_ = false, bool kChain_ = false, bool kQEarly_ = false>
+          bool kEarly_ = false, bool kDeferO_ = false, bool kChain_ = false, bool kQEarly_ = false,
+          bool kTmaO_ = false>
 struct FwdCfg {
   static constexpr int kD = kD_, kBk = kBk_, kStages = kStages_, kConsumers = kConsumers_;
   static constexpr int kMinBlocks = kMinBlocks_, kQBufs = kQBufs_;
@@ -135,9 +142,13 @@ struct FwdCfg {
   static constexpr int kChunks = kD / 64;
   static constexpr int kQBytes = kBq * kD * 2;
   static constexpr int kTileBytes = kBk * kD * 2;
-  static constexpr int kK = kQBufs * kQBytes;                        // K stages
-  static constexpr int kV = kK + kStages * kTileBytes;               // V stages
-  static constexpr int kBar = kV + kStages * kTileBytes;             // mbarriers
+  static constexpr int kK = kQBufs * kQBytes;           // K stages
+  static constexpr int kV = kK + kStages * kTileBytes;  // V stages
+  // kTmaO: the output is staged in its own buffer and leaves by TMA stores (when O's layout allows
+  // a tensor map), so no thread waits on its global stores and Q's buffer is free earlier.
+  static constexpr bool kTmaO = kTmaO_;
+  static constexpr int kOst = kV + kStages * kTileBytes;             // O staging
+  static constexpr int kBar = kOst + (kTmaO ? kQBytes : 0);          // mbarriers
   static constexpr int kSmem = kBar + 8 * (4 + 4 * kStages) + 1024;  // + alignment slack
   static_assert(kSmem * kMinBlocks <= 232448, "shared memory");
   static_assert(kQBufs == 1 || kQBufs == 2, "Q buffers");
@@ -205,8 +216,8 @@ __device__ inline void wgmma_pv(float (&o)[kD / 2], const uint32_t (&a)[4], uint
 template <bool kBf16, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     sm90_fwd_kernel(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
-                    const __grid_constant__ CUtensorMap mv, const FlashParams p,
-                    const FwdSched sc) {
+                    const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap mo,
+                    const FlashParams p, const FwdSched sc, bool tma_o) {
   constexpr int kD = C::kD, kBk = C::kBk, kStages = C::kStages, kChunks = C::kChunks;
   constexpr int kBq = C::kBq;
   using Slot = StageSlot<kStages>;
@@ -355,15 +366,18 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     auto softmax = [&](float(&s)[kBk / 2], int t, float(&al)[2]) {
       const int j0 = t * kBk;
       if (j0 + kBk > lk || (p.causal && j0 + kBk - 1 > wg_row)) {
+        // Column n * 8 + 2 tq4 + (r & 1) of row half r / 2 is masked from lim[r / 2] on (the key
+        // end, and causal: past the row): one compare against a constant an element.
         const int klim = lk - j0 < kBk ? static_cast<int>(lk - j0) : kBk;
-        const int il0 = row0 - j0;
+        int lim[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          lim[e] = (p.causal ? min(klim, row0 + 8 * e - j0 + 1) : klim) - 2 * tq4;
 #pragma unroll
         for (int n = 0; n < kBk / 8; ++n)
 #pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int jl = n * 8 + 2 * tq4 + (r & 1), il = il0 + (r < 2 ? 0 : 8);
-            if (jl >= klim || (p.causal && jl > il)) s[4 * n + r] = neg_inf();
-          }
+          for (int r = 0; r < 4; ++r)
+            if (n * 8 + (r & 1) >= lim[r / 2]) s[4 * n + r] = neg_inf();
       }
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
@@ -417,6 +431,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     auto turn_wait = [&]() {
       if constexpr (C::kPingPong) cw == 0 ? named_sync<2, 256>() : named_sync<3, 256>();
     };
+    auto wg_sync = [&]() { cw == 0 ? named_sync<4, 128>() : named_sync<5, 128>(); };
+    const int cq_rows = cw * 64;  // the warpgroup's first row in the staging buffer
     auto turn_pass = [&]() {
       if constexpr (C::kPingPong) cw == 0 ? named_arrive<3, 256>() : named_arrive<2, 256>();
     };
@@ -554,13 +570,19 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       fence_o_pa();
       release(v_empty(prev.s));
 
-      // Row sums across the quad, then out = o / l and lse = (m + log2 l) ln 2. With 16-byte
-      // aligned rows the warpgroup stages its 64 output rows in its (no longer read) rows of the Q
-      // buffer, same swizzle, and stores them as 16-byte row chunks; else column pairs go straight
-      // out. The Q buffer is released once every warp has read its rows back.
+      // Row sums across the quad, then out = o / l and lse = (m + log2 l) ln 2. kTmaO: the
+      // warpgroup stages its 64 output rows in the O buffer (once the last tile's stores have read
+      // it) and one thread stores them by TMA. Else, with 16-byte aligned rows, in its (no longer
+      // read) rows of the Q buffer, same swizzle, stored as 16-byte row chunks; else column pairs
+      // go straight out. The Q buffer is released once every warp is done with it.
       uint16_t* out = static_cast<uint16_t*>(p.o) + p.o_row0(tl.b) + tl.h * p.o_sh;
       float* lse = static_cast<float*>(p.lse) + p.lse_row0(tl.b, tl.h);
-      const uint32_t sq = q_buf(qb);
+      const bool by_tma = C::kTmaO && tma_o;
+      const uint32_t sq = by_tma ? base + C::kOst : q_buf(qb);
+      if (by_tma) {  // the last tile's stores have read the staging rows
+        if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
+        wg_sync();
+      }
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float ll = l[e];
@@ -568,7 +590,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         ll += warp_shfl_xor(ll, 2);
         const int row = row0 + 8 * e;
         const float inv = ll > 0.0f ? 1.0f / ll : 0.0f;
-        if (staged) {
+        if (staged || by_tma) {
           const int rb = row - i0;  // row in the block; rb % 8 == g
 #pragma unroll
           for (int n = 0; n < kD / 8; ++n) {
@@ -586,11 +608,16 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         if (tq4 == 0 && row < lq)
           lse[row] = ll > 0.0f ? (m[e] + log2f(ll)) * 0.6931471805599453f : neg_inf();
       }
-      if (staged) {
-        if (cw == 0)
-          named_sync<4, 128>();
-        else
-          named_sync<5, 128>();
+      if (by_tma) {
+        fence_proxy_async();  // the staged rows, for the TMA unit's reads
+        wg_sync();
+        if (threadIdx.x % 128 == 0) {
+          for (int c = 0; c < kChunks; ++c)
+            tma_store_4d(&mo, sq + c * kBq * 128 + cq_rows * 128, c * 64, wg_row, tl.h, tl.b);
+          bulk_commit();
+        }
+      } else if (staged) {
+        wg_sync();
         constexpr int kRowChunks = kD / 8;
         const int tw = threadIdx.x % 128;
 #pragma unroll
@@ -612,9 +639,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       if (!more) break;
       tl = nx;
     }
-    if constexpr (C::kChain) wgmma_wait<0>();  // the dropped S
-    if (cw == 0) turn_wait();                  // the other warpgroup's last arrival
-  }                                            // consumers
+    if constexpr (C::kChain) wgmma_wait<0>();                              // the dropped S
+    if (C::kTmaO && tma_o && threadIdx.x % 128 == 0) bulk_wait_read<0>();  // before the block ends
+    if (cw == 0) turn_wait();  // the other warpgroup's last arrival
+  }                            // consumers
 }
 
 // ---- host side ----
@@ -627,23 +655,26 @@ std::atomic<bool> g_enabled{[] {
 // Kernel shapes (KILN_FLASH_SM90_CFG=0..99 or sm90_set_forward_cfg picks one for tuning runs and
 // tests; default kDefaultCfg*), measured in Note [Flash sm90 forward]: FwdCfg<kD, kBk, kStages,
 // kConsumers, kMinBlocks, kPingPong, kPersist, kQBufs, kQReg, kLazy, kEarly, kDeferO, kChain,
-// kQEarly>. Defaults (index 0): D64 1 consumer, 3 blocks/SM, persistent, Q in registers, lazy
-// rescale, early barrier tests, deferred O rescale, chained work tiles; D128 2 consumers ping-pong,
-// persistent, 2 stages, the same plus the early Q load. Index 1: the non-persistent shape of the
-// earlier sessions; 2: the defaults of session 6; then the steps between.
+// kQEarly, kTmaO>. Defaults (index 0): D64 1 consumer, 3 blocks/SM, persistent, Q in registers,
+// lazy rescale, early barrier tests, deferred O rescale, chained work tiles, O by TMA; D128 2
+// consumers ping-pong, persistent, 2 stages, the same without O by TMA plus the early Q load.
+// Index 1: the non-persistent shape of the earlier sessions; 2: the defaults of session 6; then
+// the steps between; D64 5: the default of sessions 7-11 (no kTmaO); D128 6: the default + kTmaO.
 using D64Cfgs =
-    std::tuple<FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true>,
+    std::tuple<FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true, false, true>,
                FwdCfg<64, 64, 3, 1, 3, false>,
                FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true>,
                FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true>,
-               FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true, true>>;
+               FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true, true>,
+               FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true>>;
 using D128Cfgs =
     std::tuple<FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, true, true, true, true, true>,
                FwdCfg<128, 128, 3, 2, 1, true>,
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true>,
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true, true>,
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, true, true, true, true, true>,
-               FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, false, true, true>>;
+               FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, false, true, true>,
+               FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, true, true, true, true, true, true>>;
 constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 0;
 
 // Note [Flash sm90 forward PDL]: the forward is a programmatic dependent launch (pdl.cuh) and lets
@@ -686,11 +717,15 @@ int resident_blocks(const void* kernel, int device) {
 
 template <bool kBf16, class C>
 bool launch(const FlashParams& p, int device, cudaStream_t stream) {
-  CUtensorMap mq, mk, mv;
+  CUtensorMap mq, mk, mv, mo;
   if (!make_map(&mq, p.q, kBf16, p.d, p.tq, p.hq, p.b, p.q_sr, p.q_sh, p.q_sb, C::kBq) ||
       !make_map(&mk, p.k, kBf16, p.d, p.tk, p.hk, p.b, p.k_sr, p.k_sh, p.k_sb, C::kBk) ||
       !make_map(&mv, p.v, kBf16, p.d, p.tk, p.hk, p.b, p.v_sr, p.v_sh, p.v_sb, C::kBk))
     return false;
+  // O by TMA stores (kTmaO) where its layout allows a tensor map, else from the threads.
+  const bool tma_o =
+      C::kTmaO && make_map(&mo, p.o, kBf16, p.d, p.tq, p.hq, p.b, p.o_sr, p.o_sh, p.o_sb, 64);
+  if (!tma_o) mo = mq;  // unused
   constexpr auto kernel = &sm90_fwd_kernel<kBf16, C>;
   if (!smem_limit_set<kernel>(C::kSmem)) return false;
   // Work tiles in groups of about one resident wave (Note [Flash sm90 forward schedule]).
@@ -708,7 +743,7 @@ bool launch(const FlashParams& p, int device, cudaStream_t stream) {
   // error stays pending for the caller's check, as with <<< >>>.
   const PdlConfig c(dim3(static_cast<unsigned>(grid)), dim3(C::kThreads), C::kSmem, stream,
                     fwd_pdl());
-  pdl_launch(c, kernel, mq, mk, mv, p, sc);
+  pdl_launch(c, kernel, mq, mk, mv, mo, p, sc, tma_o);
   return true;
 }
 

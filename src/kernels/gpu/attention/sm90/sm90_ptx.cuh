@@ -365,6 +365,16 @@ __device__ inline void tma_reduce_add_4d(const void* map, uint32_t src, int c0, 
       "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
       : "memory");
 }
+// One box of a 4-d tensor map from shared memory to global memory (bulk group; rows past the
+// tensor's end are not written).
+__device__ inline void tma_store_4d(const void* map, uint32_t src, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      : "memory");
+}
+
 __device__ inline void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Waits until at most kN bulk groups still read their shared-memory source.
 template <int kN>
