@@ -94,23 +94,21 @@ using namespace sm90;
 // joule than cuDNN's. ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to
 // 240; 80 at entry (3 blocks/SM), consumers 136.
 // Session 12 (H100; forward kernel time a call, median of 7 x 10 calls by CUDA events, interleaved
-// with the defaults in one device call; B16 H12 T1024 D64 causal, defaults 82.5-84.5 us): the
-// loop's time follows neither its MUFU nor its add count (SASS: 266 instructions a key tile, 34
-// MUFU, 36 FADD). Row sums made by P V itself (m64n72 against V plus a ones tile; no FADDs, l
-// from O's columns 64-71): 82.0-83.2. With that, P = ex2.approx.bf16x2 of packed exponents (half
-// the MUFU operations): 84.8-85.2. A degree-4 polynomial 2^x on the FMA pipe for 1, 2 or 3 of P's
-// 8 column blocks: 84.8-85.1, 89.4-90.2, 93.3. One block of independent consumer warpgroups (a
-// producer warp each, so the consumers get the registers of two producer warpgroups): 3 at 160
-// registers 88.4-90.0, 4 at 112 (Q from shared memory, no kChain) 83.7-84.5, 3 with kBk 128 (no
-// kQReg) 89.8-91.3. Non-causal at B1 H3 T8192 (one wave, three warpgroups an SM) every variant
-// runs 113-120 us (430-456 TFLOP/s, 46% of the dense peak; cuDNN 146-149), though one warpgroup
-// alone on an SM runs a key tile of 64 in 555 ns (128: 925 ns) against 890 ns with three.
-// What the work tiles cost, found by leaving parts out: the epilogue's global stores 4.7 us (the
-// 16-byte row chunks compiled to four 4-byte STGs each, then a MEMBAR at the proxy fence), the
-// causal masks 3 us. O by TMA stores from its own staging buffer (kTmaO, the D64 default since):
-// 80.4-81.8 against 82.2-83.2 (non-causal 126.7-128.2 against 130.3-131.1); 16-byte stores by
-// asm, issued after the Q buffer's release: 82.1-84.0 (not kept). B4 H32 T4096 D128 with kTmaO:
-// 910-975 us against 918-931 (within the power cap's spread; index 6, not the default).
+// with the defaults in one device call; B16 H12 T1024 D64 causal, defaults 82.5-84.5 us). Time
+// follows neither the MUFU nor the add count (SASS: 266 instructions a key tile, 34 MUFU, 36
+// FADD): row sums by P V itself (m64n72 against V plus a ones tile, l from O's columns 64-71)
+// 82.0-83.2; with P = ex2.approx.bf16x2 of packed exponents (half the MUFU work) 84.8-85.2; a
+// degree-4 polynomial 2^x on the FMA pipe for 1, 2, 3 of P's 8 column blocks 84.8-85.1, 89.4-90.2,
+// 93.3. One block of independent consumer warpgroups (a producer warp each, more registers): 3 at
+// 160 registers 88.4-90.0, 4 at 112 (no kQReg, no kChain) 83.7-84.5, 3 with kBk 128 89.8-91.3.
+// Non-causal B1 H3 T8192 (three warpgroups an SM) runs 113-120 us in every variant (430-456
+// TFLOP/s; cuDNN 146-149); one warpgroup alone on an SM: 555 ns a 64-key tile, 890 with three.
+// Leaving parts out priced the work tiles: the epilogue's global stores 4.7 us (each 16-byte row
+// chunk compiled to four 4-byte STGs, and the proxy fence's MEMBAR waits for them), lse's stores
+// 1.3, the masks 3. Kept: O by TMA stores from its own staging buffer (kTmaO, the D64 default):
+// 80.4-81.8 against 82.2-83.2; one compare an element in the masks: 80.0-81.2 -> 79.4-80.6; lse
+// stored after the Q buffer's release: 80.9-81.7 -> 80.3-80.7. Not kept: 16-byte stores by asm
+// after the release 82.1-84.0; D128 with kTmaO (index 6) 910-975 us against 918-931.
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
@@ -144,9 +142,7 @@ struct FwdCfg {
   static constexpr int kTileBytes = kBk * kD * 2;
   static constexpr int kK = kQBufs * kQBytes;           // K stages
   static constexpr int kV = kK + kStages * kTileBytes;  // V stages
-  // kTmaO: the output is staged in its own buffer and leaves by TMA stores (when O's layout allows
-  // a tensor map), so no thread waits on its global stores and Q's buffer is free earlier.
-  static constexpr bool kTmaO = kTmaO_;
+  static constexpr bool kTmaO = kTmaO_;  // O staged in its own buffer, out by TMA stores
   static constexpr int kOst = kV + kStages * kTileBytes;             // O staging
   static constexpr int kBar = kOst + (kTmaO ? kQBytes : 0);          // mbarriers
   static constexpr int kSmem = kBar + 8 * (4 + 4 * kStages) + 1024;  // + alignment slack
@@ -366,8 +362,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     auto softmax = [&](float(&s)[kBk / 2], int t, float(&al)[2]) {
       const int j0 = t * kBk;
       if (j0 + kBk > lk || (p.causal && j0 + kBk - 1 > wg_row)) {
-        // Column n * 8 + 2 tq4 + (r & 1) of row half r / 2 is masked from lim[r / 2] on (the key
-        // end, and causal: past the row): one compare against a constant an element.
+        // Column n * 8 + 2 tq4 + (r & 1) of row half r / 2 is masked from lim[r / 2] on (key end;
+        // causal: past the row).
         const int klim = lk - j0 < kBk ? static_cast<int>(lk - j0) : kBk;
         int lim[2];
 #pragma unroll
@@ -583,6 +579,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
         wg_sync();
       }
+      float lv[2];  // lse, stored last (a proxy fence waits for earlier global stores)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float ll = l[e];
@@ -605,8 +602,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
             *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tq4) =
                 pack2<kBf16>(o[4 * n + 2 * e] * inv, o[4 * n + 2 * e + 1] * inv);
         }
-        if (tq4 == 0 && row < lq)
-          lse[row] = ll > 0.0f ? (m[e] + log2f(ll)) * 0.6931471805599453f : neg_inf();
+        lv[e] = ll > 0.0f ? (m[e] + log2f(ll)) * 0.6931471805599453f : neg_inf();
       }
       if (by_tma) {
         fence_proxy_async();  // the staged rows, for the TMA unit's reads
@@ -634,8 +630,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           if (row < lq) *reinterpret_cast<uint4*>(out + row * p.o_sr + c16 * 8) = v;
         }
       }
-      fence_proxy_async();  // these generic accesses before the next TMA write of the buffer
+      // The Q buffer's last generic accesses (kQReg's fragment loads; else staging) before the
+      // next TMA write of the buffer: with kTmaO the fence above has ordered them.
+      if (!by_tma) fence_proxy_async();
       release(q_empty(qb));
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        if (tq4 == 0 && row0 + 8 * e < lq) lse[row0 + 8 * e] = lv[e];
       if (!more) break;
       tl = nx;
     }
