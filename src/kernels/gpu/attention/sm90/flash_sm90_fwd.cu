@@ -105,10 +105,11 @@ using namespace sm90;
 // TFLOP/s; cuDNN 146-149); one warpgroup alone on an SM: 555 ns a 64-key tile, 890 with three.
 // Leaving parts out priced the work tiles: the epilogue's global stores 4.7 us (each 16-byte row
 // chunk compiled to four 4-byte STGs, and the proxy fence's MEMBAR waits for them), lse's stores
-// 1.3, the masks 3. Kept: O by TMA stores from its own staging buffer (kTmaO, the D64 default):
-// 80.4-81.8 against 82.2-83.2; one compare an element in the masks: 80.0-81.2 -> 79.4-80.6; lse
-// stored after the Q buffer's release: 80.9-81.7 -> 80.3-80.7. Not kept: 16-byte stores by asm
-// after the release 82.1-84.0; D128 with kTmaO (index 6) 910-975 us against 918-931.
+// 1.3, the masks 3. Kept: O by TMA stores from its own staging buffer (kTmaO) 80.4-81.8 against
+// 82.2-83.2 (D128 causal B1 H8 T4096 / B2 H16 T2048 / B4 H16 T1024: 71.1-72.0 / 77.3-78.3 /
+// 43.4-43.8 against 71.6-73.4 / 78.7-80.0 / 44.6-45.3); one compare an element in the masks
+// 80.0-81.2 -> 79.4-80.6; lse stored after the Q buffer's release 80.9-81.7 -> 80.3-80.7. Not
+// kept: 16-byte stores by asm after the release, 82.1-84.0.
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
@@ -118,13 +119,13 @@ using namespace sm90;
 // kQBufs Q buffers (2: the next tile's Q loads during this one). kQReg (kBk 64 or 128): Q's
 // fragments are loaded into registers once per tile, and S = Q K^T reads only K from shared memory.
 // kLazy: the running max moves only when it grows by more than 8 (log2), so most key tiles skip the
-// O rescale. kEarly: the next key tile's barriers are
-// tested before the softmax and waited on only when found incomplete. kDeferO: O is rescaled for
-// tile t - 1 after S_t is issued (it runs meanwhile) and before P_{t-1} V_{t-1} (FlashAttention-3's
-// order), not between the wait for P V and the next issue. kChain (2 Q buffers): the next work
-// tile's S_0 is issued with the last P V of this one and runs during the epilogue. kQEarly (2 Q
-// buffers): the producer loads the next work tile's Q right after this one's last K, not after the
-// next one's first K (kChain needs it at the end of this work tile). kTmaO: above.
+// O rescale. kEarly: the next key tile's barriers are tested before the softmax, waited on if not.
+// kDeferO: O is rescaled for tile t - 1 after S_t is issued (it runs meanwhile) and before P_{t-1}
+// V_{t-1} (FlashAttention-3's order), not between the wait for P V and the next issue. kChain (2 Q
+// buffers): the next work tile's S_0 is issued with the last P V of this one and runs during the
+// epilogue. kQEarly (2 Q buffers): the producer loads the next work tile's Q right after this one's
+// last K, not after the next one's first K (kChain needs it at the end of this work tile). kTmaO:
+// above.
 template <int kD_, int kBk_, int kStages_, int kConsumers_, int kMinBlocks_, bool kPingPong_,
           bool kPersist_ = false, int kQBufs_ = 1, bool kQReg_ = false, bool kLazy_ = false,
           bool kEarly_ = false, bool kDeferO_ = false, bool kChain_ = false, bool kQEarly_ = false,
@@ -428,7 +429,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       if constexpr (C::kPingPong) cw == 0 ? named_sync<2, 256>() : named_sync<3, 256>();
     };
     auto wg_sync = [&]() { cw == 0 ? named_sync<4, 128>() : named_sync<5, 128>(); };
-    const int cq_rows = cw * 64;  // the warpgroup's first row in the staging buffer
     auto turn_pass = [&]() {
       if constexpr (C::kPingPong) cw == 0 ? named_arrive<3, 256>() : named_arrive<2, 256>();
     };
@@ -609,7 +609,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         wg_sync();
         if (threadIdx.x % 128 == 0) {
           for (int c = 0; c < kChunks; ++c)
-            tma_store_4d(&mo, sq + c * kBq * 128 + cq_rows * 128, c * 64, wg_row, tl.h, tl.b);
+            tma_store_4d(&mo, sq + c * kBq * 128 + cw * 64 * 128, c * 64, wg_row, tl.h, tl.b);
           bulk_commit();
         }
       } else if (staged) {
@@ -658,9 +658,9 @@ std::atomic<bool> g_enabled{[] {
 // kConsumers, kMinBlocks, kPingPong, kPersist, kQBufs, kQReg, kLazy, kEarly, kDeferO, kChain,
 // kQEarly, kTmaO>. Defaults (index 0): D64 1 consumer, 3 blocks/SM, persistent, Q in registers,
 // lazy rescale, early barrier tests, deferred O rescale, chained work tiles, O by TMA; D128 2
-// consumers ping-pong, persistent, 2 stages, the same without O by TMA plus the early Q load.
-// Index 1: the non-persistent shape of the earlier sessions; 2: the defaults of session 6; then
-// the steps between; D64 5: the default of sessions 7-11 (no kTmaO); D128 6: the default + kTmaO.
+// consumers ping-pong, persistent, 2 stages, the same plus the early Q load. Index 1: the
+// non-persistent shape of the earlier sessions; 2: the defaults of session 6; then the steps
+// between; 5 (D64) and 6 (D128): the defaults of sessions 7-11 (no kTmaO).
 using D64Cfgs =
     std::tuple<FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true, false, true>,
                FwdCfg<64, 64, 3, 1, 3, false>,
@@ -669,13 +669,13 @@ using D64Cfgs =
                FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true, true>,
                FwdCfg<64, 64, 3, 1, 3, false, true, 2, true, true, true, true, true>>;
 using D128Cfgs =
-    std::tuple<FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, true, true, true, true, true>,
+    std::tuple<FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, true, true, true, true, true, true>,
                FwdCfg<128, 128, 3, 2, 1, true>,
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true>,
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, false, true, true>,
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, false, true, true, true, true, true>,
                FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, false, true, true>,
-               FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, true, true, true, true, true, true>>;
+               FwdCfg<128, 128, 2, 2, 1, true, true, 2, true, true, true, true, true, true>>;
 constexpr int kDefaultCfgD64 = 0, kDefaultCfgD128 = 0;
 
 // Note [Flash sm90 forward PDL]: the forward is a programmatic dependent launch (pdl.cuh) and lets
