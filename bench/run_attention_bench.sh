@@ -36,6 +36,11 @@ case "${1:-}" in
       "$(libs KILN_GFORTRAN_LIB)" "$(libs KILN_QUADMATH_LIB)" -fopenmp -ldl -lrt -lpthread \
       -o "$stage/gpu_attention_bench"
     strip "$stage/gpu_attention_bench"
+    # The per-shape tuning probe (bench/gpu_attention_shapes.cpp).
+    g++ -std=c++20 -O2 -I"$root/include" "$root/bench/gpu_attention_shapes.cpp" "$build/libkiln.a" \
+      "$cudalib/libcudart_static.a" "$(libs KILN_OPENBLAS_LIB)" "$(libs KILN_GFORTRAN_LIB)" \
+      "$(libs KILN_QUADMATH_LIB)" -fopenmp -ldl -lrt -lpthread -o "$stage/gpu_attention_shapes"
+    strip "$stage/gpu_attention_shapes"
     # The kernel-timeline tracer (bench/cupti_trace.cpp) and the CUPTI it links, for KILN_BENCH_TRACE.
     cuda="$(dirname "$(command -v nvcc)")/.."
     if [ -f "$cuda/include/cupti.h" ]; then

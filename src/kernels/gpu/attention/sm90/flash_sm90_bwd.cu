@@ -640,6 +640,12 @@ int env_digit(const char* name, int fallback, int max) {
 // (bench/run_attention_bench.sh, three interleaved passes) at head dim 64: 261.0-261.6 TFLOP/s ->
 // 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
 // head dim 128 within the run-to-run spread (460-481 for every variant).
+// Session 12 left parts out of the head-dim-64 default (bench/gpu_attention_shapes fwdbwd but with
+// the gradients accumulating across steps, H100, B16 H12 T1024, three interleaved passes; 408.4-
+// 411.6 us a step): without the dQ reduce-adds 384.5-388.4, so their traffic costs about 23 us;
+// without the staging's wait for the last reduce-add's reads (unsafe, timing only) 409.4-411.7; two
+// staging buffers (index 6) 411.6-413.1; without the masks 408.6-411.4; without the dQ product and
+// its staging 405.4-407.5.
 constexpr int kDefaultCfg128 = 6;
 constexpr int kMaxCfg = 6;
 // Shapes forced by sm90_set_backward_cfg (-1: the environment's, else the defaults).

@@ -93,8 +93,8 @@ using namespace sm90;
 // to 88.5 us a call while cuDNN's stays at 82.4: at the H100's power cap it does less work per
 // joule than cuDNN's. ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to
 // 240; 80 at entry (3 blocks/SM), consumers 136.
-// Session 12 (H100; forward kernel time a call, median of 7 x 10 calls by CUDA events, interleaved
-// with the defaults in one device call; B16 H12 T1024 D64 causal, defaults 82.5-84.5 us). Time
+// Session 12 (H100; bench/gpu_attention_shapes fwd, interleaved with the defaults in one device
+// call; B16 H12 T1024 D64 causal, defaults 82.5-84.5 us, before the changes kept below). Time
 // follows neither the MUFU nor the add count (SASS: 266 instructions a key tile, 34 MUFU, 36
 // FADD): row sums by P V itself (m64n72 against V plus a ones tile, l from O's columns 64-71)
 // 82.0-83.2; with P = ex2.approx.bf16x2 of packed exponents (half the MUFU work) 84.8-85.2; a
