@@ -68,6 +68,14 @@ __device__ inline float to_f32(uint32_t bits16) {
 // D128 main 2.68-2.77 -> 2.66-2.82 ms, cast 134 -> 10 us net; forward+backward with helpers at
 // D128 only, interleaved passes against PyTorch: 478.6-486.7 TFLOP/s against 478.1-486.6
 // without (the power cap's spread is larger than the difference).
+// Session 12 zeroed it in the sm90 main kernel instead, just ahead of use: the blocks of each
+// (batch, head) group (about a wave) zero the next group's rows with their idle producer warps
+// (group 0's blocks their own too) and count them in a per-group counter the pre-pass zeroes; a
+// consumer leader waits (acquire, then fence.proxy.async.global) for its group's count before its
+// first reduce-add. Tests passed. bench/gpu_attention_shapes fwdbwd, three interleaved passes,
+// H100 (us a step): B16 H12 T1024 D64 332.8-333.1 against 335.5-336.5; B1 H24 T2048 D64 162.4-
+// 163.8 against 157.3-157.6; B4 H32 T4096 D128 3943-3976 against 3916-3919; B2 H16 T2048 D128
+// 300.4-302.2 against 289.8-291.5. Not kept: 1% at one shape, up to 4% lost at the others.
 template <bool kBf16, int kD>
 __global__ void __launch_bounds__(256)
     mma_bwd_prep_kernel(FlashParams p, float* l2buf, float* dlbuf, int64_t pad) {
