@@ -473,12 +473,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         const float d1 = st[4 * n + 2 * e + 1] * (dp[4 * n + 2 * e + 1] - dlv[1]);
         const uint32_t w = pack2<kBf16>(d0, d1);
         da[n / 2][(n & 1) * 2 + e] = w;
-        // dS^T row (key) kw + g + 8 e, 16-byte chunk n (queries n 8 ..), 128-byte swizzle.
-        const int row = kw + g + 8 * e;
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sds + row * 128 + ((n ^ g) * 16) + tq4 * 4),
-                     "r"(w)
-                     : "memory");
       }
+    }
+    {  // dS^T by stmatrix: da[m] holds its 8 x 8 blocks (n, e) = (2 m + j / 2, j % 2), rows (keys)
+       // kw + 8 e .., 16-byte chunk n (queries n 8 ..) at n ^ (row % 8) (128-byte swizzle)
+      const int r8 = lane % 8, j = lane / 8, row = kw + r8 + 8 * (j & 1);
+#pragma unroll
+      for (int m = 0; m < kBq / 16; ++m)
+        stsm_x4(sds + row * 128 + (((2 * m + (j >> 1)) ^ r8) * 16), da[m]);
     }
     // The staging buffer stage_dq writes next has been read by its last reduce-add (kDqBufs 2:
     // the one before the newest).
@@ -640,12 +642,14 @@ int env_digit(const char* name, int fallback, int max) {
 // (bench/run_attention_bench.sh, three interleaved passes) at head dim 64: 261.0-261.6 TFLOP/s ->
 // 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
 // head dim 128 within the run-to-run spread (460-481 for every variant).
-// Session 12 left parts out of the head-dim-64 default (bench/gpu_attention_shapes fwdbwd but with
-// the gradients accumulating across steps, H100, B16 H12 T1024, three interleaved passes; 408.4-
-// 411.6 us a step): without the dQ reduce-adds 384.5-388.4, so their traffic costs about 23 us;
-// without the staging's wait for the last reduce-add's reads (unsafe, timing only) 409.4-411.7; two
-// staging buffers (index 6) 411.6-413.1; without the masks 408.6-411.4; without the dQ product and
-// its staging 405.4-407.5.
+// Session 12 (bench/gpu_attention_shapes fwdbwd, H100, three interleaved passes, us a step):
+// dS^T by stmatrix (4 a thread, not 16 4-byte stores; every shape since) at B4 H32 T4096 D128
+// 3865-3875 against 3914-3946, B2 H16 T2048 D128 286.1-295.3 against 296.4-306.8, B16 H12 T1024
+// D64 337.0-339.0 against 336.9-338.2. Parts left out of the D64 default at B16 H12 T1024
+// (336.4-337.3): the dQ reduce-adds 314.0-317.0 (plain TMA stores in their place 321.2-324.7);
+// with gradients left to accumulate (408.4-411.6) the masks 408.6-411.4, the dQ product and
+// staging 405.4-407.5, the staging's wait for the last reduce-add's reads 409.4-411.7; two
+// staging buffers 411.6-413.1.
 constexpr int kDefaultCfg128 = 6;
 constexpr int kMaxCfg = 6;
 // Shapes forced by sm90_set_backward_cfg (-1: the environment's, else the defaults).

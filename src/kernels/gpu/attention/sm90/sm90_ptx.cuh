@@ -416,6 +416,14 @@ __device__ inline void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
                : "memory");
 }
 
+// Four 8x8 16-bit matrices to shared memory: register j is this thread's pair of matrix j (row
+// lane / 4, columns 2 (lane % 4) ..); lanes 8 j .. 8 j + 7 give matrix j's row addresses.
+__device__ inline void stsm_x4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // A wgmma accumulator (m64nN, N / 2 floats a thread) as the A operand of the next product (N / 16
 // k16 fragments of four 16-bit pairs): the accumulator and A-fragment layouts match element for
 // element, so this only rounds and packs.
