@@ -109,7 +109,8 @@ using namespace sm90;
 // 82.2-83.2 (D128 causal B1 H8 T4096 / B2 H16 T2048 / B4 H16 T1024: 71.1-72.0 / 77.3-78.3 /
 // 43.4-43.8 against 71.6-73.4 / 78.7-80.0 / 44.6-45.3); one compare an element in the masks
 // 80.0-81.2 -> 79.4-80.6; lse stored after the Q buffer's release 80.9-81.7 -> 80.3-80.7. Not
-// kept: 16-byte stores by asm after the release, 82.1-84.0.
+// kept: 16-byte stores by asm after the release, 82.1-84.0; the last (masked) key tile first,
+// 81.4-82.9 against 79.5-81.2 (D128 B2 H16 T2048: 85.3-91.9 against 78.2-82.8).
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
@@ -124,8 +125,7 @@ using namespace sm90;
 // V_{t-1} (FlashAttention-3's order), not between the wait for P V and the next issue. kChain (2 Q
 // buffers): the next work tile's S_0 is issued with the last P V of this one and runs during the
 // epilogue. kQEarly (2 Q buffers): the producer loads the next work tile's Q right after this one's
-// last K, not after the next one's first K (kChain needs it at the end of this work tile). kTmaO:
-// above.
+// last K, not after the next one's first K (kChain needs it then). kTmaO: above.
 template <int kD_, int kBk_, int kStages_, int kConsumers_, int kMinBlocks_, bool kPingPong_,
           bool kPersist_ = false, int kQBufs_ = 1, bool kQReg_ = false, bool kLazy_ = false,
           bool kEarly_ = false, bool kDeferO_ = false, bool kChain_ = false, bool kQEarly_ = false,
