@@ -356,12 +356,15 @@ __device__ inline void wgmma_ss_n32_tt(float (&d)[16], uint64_t da, uint64_t db,
   }
 }
 
-// Adds a box of a 4-d tensor map (float32) from shared memory into global memory (bulk group).
+// Adds a box of a 4-d tensor map (float32) from shared memory into global memory (bulk group),
+// the lines marked evict-last in L2: the next reduce-adds into them, and the dq cast, read them
+// (Note [Flash sm90 backward late dQ]).
 __device__ inline void tma_reduce_add_4d(const void* map, uint32_t src, int c0, int c1, int c2,
                                          int c3) {
   asm volatile(
-      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3, "
-      "%4}], [%5];\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, "
+      "{%1, %2, %3, %4}], [%5], pol;\n}\n" ::"l"(reinterpret_cast<uint64_t>(map)),
       "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
       : "memory");
 }
