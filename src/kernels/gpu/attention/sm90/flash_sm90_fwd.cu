@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
         mbar_arrive_expect_tx(q_full(qb), C::kQBytes);
         for (int c = 0; c < kChunks; ++c)
-          tma_load_4d(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, qi0, qh, qbat);
+          tma_load_4d_once(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, qi0, qh, qbat);
       };
       for (int r = 0;; ++r) {
         const int w = fwd_item(r);

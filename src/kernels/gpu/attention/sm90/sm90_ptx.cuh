@@ -54,6 +54,16 @@ __device__ inline void tma_load_4d(uint32_t dst, const void* map, uint32_t bar, 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
+// tma_load_4d of data read once: its L2 lines are marked evict-first.
+__device__ inline void tma_load_4d_once(uint32_t dst, const void* map, uint32_t bar, int c0, int c1,
+                                        int c2, int c3) {
+  asm volatile(
+      "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], pol;\n}\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
 // The same box delivered to the shared memory (same offsets, same mbarrier offset) of every
 // block of the cluster named in cta_mask.
 __device__ inline void tma_load_4d_multicast(uint32_t dst, const void* map, uint32_t bar, int c0,
