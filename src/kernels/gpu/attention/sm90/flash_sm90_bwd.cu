@@ -643,15 +643,15 @@ int env_digit(const char* name, int fallback, int max) {
 // 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
 // head dim 128 within the run-to-run spread (460-481 for every variant).
 // Session 12 (bench/gpu_attention_shapes fwdbwd, H100, 3 interleaved passes, us a step): dS^T by
-// stmatrix (4 a thread, not 16 4-byte stores) B4 H32 T4096 D128 3865-3875 against 3914-3946, B2
-// H16 T2048 D128 286.1-295.3 against 296.4-306.8, B16 H12 T1024 D64 unchanged; then the dQ
-// reduce-adds' L2 evict-last hint: D64 332.4-334.7 against 336.1-337.9, B1 H24 T2048 D64 152.1-
-// 153.8 against 153.3-155.2, D128 within the spread; then K / V (and the forward's Q) loaded
-// evict-first: 330.9-331.2 against 331.4-333.7, 152.3-153.6 against 153.3-156.2, B2 H16 T2048
-// D128 283.8-289.7 against 286.8-295.3. Left out of the D64 default (336.4-337.3): the dQ
-// reduce-adds 314.0-317.0 (plain TMA stores instead 321.2-324.7); with gradients left to
-// accumulate (408.4-411.6) the masks 408.6-411.4, the dQ product and staging 405.4-407.5, the
-// staging's wait for the last reduce's reads 409.4-411.7; two staging buffers 411.6-413.1.
+// stmatrix B4 H32 T4096 D128 3865-3875 against 3914-3946, B2 H16 T2048 D128 286.1-295.3 against
+// 296.4-306.8, B16 H12 T1024 D64 unchanged; then the dQ reduce-adds' L2 evict-last hint: D64
+// 332.4-334.7 against 336.1-337.9, B1 H24 T2048 D64 152.1-153.8 against 153.3-155.2, D128 within
+// the spread; then K / V (and the forward's Q) loaded evict-first: 330.9-331.2 against 331.4-
+// 333.7, 152.3-153.6 against 153.3-156.2, B2 H16 T2048 D128 283.8-289.7 against 286.8-295.3 (Q /
+// dO and the forward's K / V evict-last: 333.7-335.6 against 330.6-331.2, not kept). Left out of
+// the D64 default (336.4-337.3): the dQ reduce-adds 314.0-317.0 (plain TMA stores 321.2-324.7);
+// with gradients left to accumulate (408.4-411.6) the masks 408.6-411.4, the dQ product and
+// staging 405.4-407.5, the wait for the last reduce's reads 409.4-411.7 (2 staging buffers ~412).
 constexpr int kDefaultCfg128 = 6;
 constexpr int kMaxCfg = 6;
 // Shapes forced by sm90_set_backward_cfg (-1: the environment's, else the defaults).
