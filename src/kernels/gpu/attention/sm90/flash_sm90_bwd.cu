@@ -549,8 +549,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       if (j0 + 64 * cw < lk) {
 #pragma unroll
         for (int x = 0; x < kBoxes; ++x) {
-          tma_store_4d(&mdk, ok + x * kTile, 64 * x, j0 + 64 * cw, h, b);
-          tma_store_4d(&mdv, ov + x * kTile, 64 * x, j0 + 64 * cw, h, b);
+          tma_store_4d_once(&mdk, ok + x * kTile, 64 * x, j0 + 64 * cw, h, b);
+          tma_store_4d_once(&mdv, ov + x * kTile, 64 * x, j0 + 64 * cw, h, b);
         }
         bulk_commit();
       }
@@ -610,8 +610,7 @@ struct Shapes {
   using S5 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 1>;
   using S6 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 2>;
 };
-// One consumer warpgroup of 64 keys, two blocks an SM; two of 64 keys sharing Q / dO, one block an
-// SM.
+// D64: 1 consumer warpgroup of 64 keys, 2 blocks an SM; D128: 2 sharing Q / dO, 1 block an SM.
 using Shapes64 = Shapes<64, 1, 2, 3>;
 using Shapes128 = Shapes<128, 2, 1, 2>;
 using Cfg64Two = BwdCfg<64, 2, 3, 1>;
@@ -642,16 +641,17 @@ int env_digit(const char* name, int fallback, int max) {
 // (bench/run_attention_bench.sh, three interleaved passes) at head dim 64: 261.0-261.6 TFLOP/s ->
 // 263.8-264.4; with the compile-time index in both, 262.8-263.7 (index 2) against 263.5-264.1;
 // head dim 128 within the run-to-run spread (460-481 for every variant).
-// Session 12 (bench/gpu_attention_shapes fwdbwd, H100, 3 interleaved passes, us a step): dS^T by
-// stmatrix B4 H32 T4096 D128 3865-3875 against 3914-3946, B2 H16 T2048 D128 286.1-295.3 against
-// 296.4-306.8, B16 H12 T1024 D64 unchanged; then the dQ reduce-adds' L2 evict-last hint: D64
-// 332.4-334.7 against 336.1-337.9, B1 H24 T2048 D64 152.1-153.8 against 153.3-155.2, D128 within
-// the spread; then K / V (and the forward's Q) loaded evict-first: 330.9-331.2 against 331.4-
-// 333.7, 152.3-153.6 against 153.3-156.2, B2 H16 T2048 D128 283.8-289.7 against 286.8-295.3 (Q /
-// dO and the forward's K / V evict-last: 333.7-335.6 against 330.6-331.2, not kept). Left out of
-// the D64 default (336.4-337.3): the dQ reduce-adds 314.0-317.0 (plain TMA stores 321.2-324.7);
-// with gradients left to accumulate (408.4-411.6) the masks 408.6-411.4, the dQ product and
-// staging 405.4-407.5, the wait for the last reduce's reads 409.4-411.7 (2 staging buffers ~412).
+// Session 12 (bench/gpu_attention_shapes fwdbwd, H100, 3 interleaved passes, us a step; D64 is B16
+// H12 T1024): dS^T by stmatrix B4 H32 T4096 D128 3865-3875 against 3914-3946, B2 H16 T2048 D128
+// 286.1-295.3 against 296.4-306.8, D64 unchanged; then L2 hints: dQ reduce-adds evict-last, D64
+// 332.4-334.7 against 336.1-337.9, B1 H24 T2048 D64 152.1-153.8 against 153.3-155.2; K / V (and
+// the forward's Q) loaded evict-first, D64 330.9-331.2 against 331.4-333.7, B2 H16 T2048 D128
+// 283.8-289.7 against 286.8-295.3; dK / dV stored evict-first, D64 331.8-332.2 against 332.2-
+// 334.1, B2 H16 T2048 D128 287.8-296.8 against 299.1-299.8 (Q / dO and the forward's K / V
+// evict-last: 333.7-335.6 against 330.6-331.2, not kept). Left out of the D64 default (336.4-
+// 337.3): the dQ reduce-adds 314.0-317.0 (plain TMA stores 321.2-324.7); with gradients left to
+// accumulate (408.4-411.6) the masks 408.6-411.4, the dQ product and staging 405.4-407.5, the
+// staging's wait for the last reduce-add's reads (timing only) 409.4-411.7.
 constexpr int kDefaultCfg128 = 6;
 constexpr int kMaxCfg = 6;
 // Shapes forced by sm90_set_backward_cfg (-1: the environment's, else the defaults).

@@ -388,6 +388,16 @@ __device__ inline void tma_store_4d(const void* map, uint32_t src, int c0, int c
       : "memory");
 }
 
+// tma_store_4d of data not read again soon: its L2 lines are marked evict-first.
+__device__ inline void tma_store_4d_once(const void* map, uint32_t src, int c0, int c1, int c2,
+                                         int c3) {
+  asm volatile(
+      "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2, %3, %4}],"
+      " [%5], pol;\n}\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      : "memory");
+}
 __device__ inline void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Waits until at most kN bulk groups still read their shared-memory source.
 template <int kN>
