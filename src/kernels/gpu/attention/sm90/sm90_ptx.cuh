@@ -54,14 +54,26 @@ __device__ inline void tma_load_4d(uint32_t dst, const void* map, uint32_t bar, 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
+// L2 cache policies for the .L2::cache_hint forms below: evict-first (data used once) or
+// evict-last (data used again soon). Not volatile, so the compiler may hoist them out of loops.
+__device__ inline uint64_t l2_evict_first() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
+__device__ inline uint64_t l2_evict_last() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
 // tma_load_4d of data read once: its L2 lines are marked evict-first.
 __device__ inline void tma_load_4d_once(uint32_t dst, const void* map, uint32_t bar, int c0, int c1,
                                         int c2, int c3) {
   asm volatile(
-      "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3, %4, %5}], [%6], pol;\n}\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar),
+      "l"(l2_evict_first())
       : "memory");
 }
 // The same box delivered to the shared memory (same offsets, same mbarrier offset) of every
@@ -372,10 +384,9 @@ __device__ inline void wgmma_ss_n32_tt(float (&d)[16], uint64_t da, uint64_t db,
 __device__ inline void tma_reduce_add_4d(const void* map, uint32_t src, int c0, int c1, int c2,
                                          int c3) {
   asm volatile(
-      "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
       "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, "
-      "{%1, %2, %3, %4}], [%5], pol;\n}\n" ::"l"(reinterpret_cast<uint64_t>(map)),
-      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      "{%1, %2, %3, %4}], [%5], %6;\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src), "l"(l2_evict_last())
       : "memory");
 }
 // One box of a 4-d tensor map from shared memory to global memory (bulk group; rows past the
@@ -392,10 +403,9 @@ __device__ inline void tma_store_4d(const void* map, uint32_t src, int c0, int c
 __device__ inline void tma_store_4d_once(const void* map, uint32_t src, int c0, int c1, int c2,
                                          int c3) {
   asm volatile(
-      "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
       "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2, %3, %4}],"
-      " [%5], pol;\n}\n" ::"l"(reinterpret_cast<uint64_t>(map)),
-      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      " [%5], %6;\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src), "l"(l2_evict_first())
       : "memory");
 }
 __device__ inline void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
