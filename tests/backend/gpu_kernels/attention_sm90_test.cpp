@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -185,7 +186,13 @@ namespace kiln::gpu::flash {
 __attribute__((weak)) void sm90_set_forward_cfg(int cfg);
 // Forces backward kernel shapes (flash_sm90_bwd.cu; -1: the defaults); weak like the others.
 __attribute__((weak)) void sm90_set_backward_cfg(int cfg64, int cfg128);
+// The forward's work counter on or off (flash_sm90_fwd.cu); weak like the others.
+__attribute__((weak)) void sm90_set_forward_dynamic(bool on);
 }  // namespace kiln::gpu::flash
+namespace kiln::gpu {
+// backend/gpu/work_counter.h, weak: GPU builds only.
+__attribute__((weak)) int* work_counter(int device, void* stream);
+}  // namespace kiln::gpu
 
 namespace kiln {
 namespace {
@@ -252,6 +259,60 @@ TEST(FlashAttentionSm90, ForwardManyShortWorkTiles) {
       }
     }
   gpu::flash::sm90_set_forward_cfg(-1);
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  Tensor x = a.detach().cpu().contiguous(), y = b.detach().cpu().contiguous();
+  return x.sizes() == y.sizes() && x.nbytes() == y.nbytes() &&
+         std::memcmp(x.data_ptr(), y.data_ptr(), static_cast<size_t>(x.nbytes())) == 0;
+}
+
+// The persistent forward hands out work tiles from a per-stream work counter, or (off, and under
+// graph capture) in a static order. A work tile's result does not depend on the block that runs
+// it, so both schedules give the same bits, also for forwards queued back to back on two streams
+// at once and for a captured forward replayed; every counter is back at zero afterwards.
+TEST(FlashAttentionSm90, ForwardSchedulesAgree) {
+  KILN_NEED_SM90();
+  ASSERT_NE(gpu::flash::sm90_set_forward_dynamic, nullptr);
+  ASSERT_NE(gpu::work_counter, nullptr);
+  for (int64_t d : {64, 128})
+    for (bool causal : {true, false}) {
+      const std::string what = "d" + std::to_string(d) + (causal ? " causal" : "");
+      Tensor q = rnd({5, 9, 1100, d}, 70 + d).to(kGpu, kBFloat16),
+             k = rnd({5, 9, 1100, d}, 71 + d).to(kGpu, kBFloat16),
+             v = rnd({5, 9, 1100, d}, 72 + d).to(kGpu, kBFloat16);
+      gpu::flash::sm90_set_forward_dynamic(false);
+      auto [os, ls] = fused(q, k, v, causal);
+      gpu::flash::sm90_set_forward_dynamic(true);
+      auto [od, ld] = fused(q, k, v, causal);
+      EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+      EXPECT_TRUE(same_bits(os, od)) << what;
+      EXPECT_TRUE(same_bits(ls, ld)) << what;
+      cuda::Stream s1, s2;
+      std::vector<Tensor> outs;
+      for (int i = 0; i < 6; ++i)
+        for (cuda::Stream* s : {&s1, &s2}) {
+          cuda::StreamGuard g(*s);
+          outs.push_back(std::get<0>(fused(q, k, v, causal)));
+        }
+      cuda::synchronize();
+      for (size_t i = 0; i < outs.size(); ++i) EXPECT_TRUE(same_bits(outs[i], os)) << what << i;
+      for (cuda::Stream* s : {&s1, &s2}) {
+        int* ctr = gpu::work_counter(0, reinterpret_cast<void*>(s->handle()));
+        ASSERT_NE(ctr, nullptr);
+        Tensor c = from_blob(ctr, {2}, TensorOptions(kInt32).device(kGpu)).cpu();
+        EXPECT_EQ(c.data_ptr<int32_t>()[0], 0) << what;
+        EXPECT_EQ(c.data_ptr<int32_t>()[1], 0) << what;
+      }
+      cuda::CUDAGraph graph;
+      Tensor og;
+      cuda::graph(graph, [&] { og = std::get<0>(fused(q, k, v, causal)); });
+      og.zero_();
+      cuda::synchronize();
+      graph.replay();
+      cuda::synchronize();
+      EXPECT_TRUE(same_bits(og, os)) << what << " graph";
+    }
 }
 
 // Gradients (dq, dk, dv) of the fused op for q, k, v (leaf tensors on any device) and dout go.

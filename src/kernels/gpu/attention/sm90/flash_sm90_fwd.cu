@@ -9,8 +9,10 @@
 #include <utility>
 
 #include "backend/gpu/vendor.h"
+#include "backend/gpu/work_counter.h"
 #include "kernels/gpu/attention/pdl.cuh"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
+#include "kernels/gpu/attention/sm90/flash_sm90_sched.cuh"
 #include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
 #include "kernels/gpu/attention/sm90/sm90_tma.cuh"
 #include "kernels/gpu/warp.cuh"
@@ -157,31 +159,6 @@ struct FwdCfg {
   static constexpr int kConsumerRegs = kSpare / 8 * 8 > 240 ? 240 : kSpare / 8 * 8;
 };
 
-// Note [Flash sm90 forward schedule]: the work tiles (query tile, batch x head) are numbered in
-// groups of kHg (batch, head) pairs, about one resident wave's worth of tiles, so the blocks
-// running at once share a few heads' K / V in L2; inside a group the heaviest query tiles (causal:
-// the last) come first. Block k of a grid of G takes tiles k, 2G - 1 - k, 2G + k, ... (a snake
-// over rounds of G: heavy and light tiles alternate, so persistent blocks end together); a
-// non-persistent grid has one tile per block (G = the tile count).
-struct FwdSched {
-  int nq;     // query tiles per (batch, head)
-  int nbh;    // batch x heads
-  int hg;     // (batch, head) pairs per group
-  int items;  // nq * nbh
-};
-// The query tile and (batch, head) pair of work tile w.
-__device__ inline void fwd_decode(const FwdSched& sc, int w, int& qt, int& bh) {
-  const int per = sc.hg * sc.nq, gi = w / per, g0 = gi * sc.hg;
-  const int gs = min(sc.hg, sc.nbh - g0), in = w - gi * per;
-  qt = sc.nq - 1 - in / gs;
-  bh = g0 + in % gs;
-}
-// Round r's work tile of this block (>= sc.items: none, nor in any later round).
-__device__ inline int fwd_item(int r) {
-  const int g = static_cast<int>(gridDim.x), k = static_cast<int>(blockIdx.x);
-  return r * g + ((r & 1) ? g - 1 - k : k);
-}
-
 // A K / V stage and the parity of its barriers' current phase, advanced tile by tile.
 template <int kStages>
 struct StageSlot {
@@ -219,6 +196,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   constexpr int kBq = C::kBq;
   using Slot = StageSlot<kStages>;
   extern __shared__ unsigned char smem_raw[];
+  __shared__ FwdSchedSmem<C::kQBufs> ss;  // Note [Flash sm90 forward schedule]
   const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t bar = base + C::kBar;
   auto q_buf = [&](int qb) { return base + qb * C::kQBytes; };
@@ -253,28 +231,47 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       mbar_init(k_empty(s), 4 * C::kConsumers);  // one arrival per consumer warp
       mbar_init(v_empty(s), 4 * C::kConsumers);
     }
+    mbar_init(smem_u32(&ss.full), 1);
+    mbar_init(smem_u32(&ss.empty), 1);
     mbar_init_fence();
   }
   __syncthreads();
 
   if (warp < 4) {  // producer warpgroup
     regs_dealloc<C::kProducerRegs>();
+    if (warp == 1 && lane == 0) {
+      pdl_wait();  // the work counter's last kernel has ended
+      fwd_sched_run(sc, ss);
+    }
     if (warp == 0 && lane == 0) {
       tma_prefetch_map(&mq);
       tma_prefetch_map(&mk);
       tma_prefetch_map(&mv);
       pdl_wait();  // a programmatic launch: the previous kernel's q / k / v are visible
       int it = 0;  // key tiles loaded so far (all work tiles): stage it % kStages
-      auto load_q = [&](int rq, int qi0, int qh, int qbat) {  // work tile rq's Q
+      // Round rq's Q, and its work tile w in q_tile[rq % kQBufs] for the consumers (w >=
+      // sc.items: none, the barrier completes without bytes and the consumers stop).
+      auto load_q = [&](int rq, int w) {
         const int qb = rq % C::kQBufs, qu = rq / C::kQBufs;
         if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
+        *static_cast<volatile int*>(&ss.q_tile[qb]) = w;
+        if (w >= sc.items) {
+          mbar_arrive(q_full(qb));
+          return;
+        }
+        int qt, bh;
+        fwd_decode(sc, w, qt, bh);
         mbar_arrive_expect_tx(q_full(qb), C::kQBytes);
         for (int c = 0; c < kChunks; ++c)
-          tma_load_4d_once(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, qi0, qh, qbat);
+          tma_load_4d_once(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, qt * kBq, bh % p.hq,
+                           bh / p.hq);
       };
+      int w = fwd_item(sc, 0);
       for (int r = 0;; ++r) {
-        const int w = fwd_item(r);
-        if (w >= sc.items) break;
+        if (w >= sc.items) {
+          if (!C::kQEarly || r == 0) load_q(r, w);
+          break;
+        }
         int qt, bh;
         fwd_decode(sc, w, qt, bh);
         const int h = bh % p.hq, b = bh / p.hq, hk = h / hpk, i0 = qt * kBq;
@@ -288,20 +285,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           // Q after the first K (a single Q buffer waits for the last epilogue); kQEarly: the next
           // work tile's Q after this one's last K (its buffer is free once the work tile before
           // this one is done).
-          if (t == 0 && (!C::kQEarly || r == 0)) load_q(r, i0, h, b);
-          if (C::kQEarly && t == nt - 1) {
-            const int wn = fwd_item(r + 1);
-            if (wn < sc.items) {
-              int qn, bhn;
-              fwd_decode(sc, wn, qn, bhn);
-              load_q(r + 1, qn * kBq, bhn % p.hq, bhn / p.hq);
-            }
-          }
+          if (t == 0 && (!C::kQEarly || r == 0)) load_q(r, w);
+          if (C::kQEarly && t == nt - 1) load_q(r + 1, fwd_sched_take(ss, r));
           if (it >= kStages) mbar_wait(v_empty(s), (u - 1) & 1);
           mbar_arrive_expect_tx(v_full(s), C::kTileBytes);
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(v_buf(s) + c * kBk * 128, &mv, v_full(s), c * 64, t * kBk, hk, b);
         }
+        w = C::kQEarly ? *static_cast<volatile int*>(&ss.q_tile[(r + 1) % C::kQBufs])
+                       : fwd_sched_take(ss, r);
       }
     }
   } else {
@@ -437,19 +429,19 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     struct Tile {
       int h, b, i0, ntiles, qb, r;
     };
-    auto load_tile = [&](int rr, Tile& tl) {
-      const int w = fwd_item(rr);
+    auto load_tile = [&](int rr, Tile& tl) {  // waits for round rr's Q and its work tile
+      mbar_wait(q_full(rr % C::kQBufs), (rr / C::kQBufs) & 1);
+      const int w = *static_cast<volatile int*>(&ss.q_tile[rr % C::kQBufs]);
       if (w >= sc.items) return false;
       int qt, bh;
       fwd_decode(sc, w, qt, bh);
       tl = Tile{bh % p.hq, bh / p.hq, qt * kBq, tiles_of(qt * kBq), rr % C::kQBufs, rr};
       return true;
     };
-    // Waits for tile tl's Q and makes what issue_s reads of it (descriptor, kQReg fragments).
+    // What issue_s reads of tile tl's Q (landed: load_tile), descriptor or kQReg fragments.
     auto open_q = [&](const Tile& tl) {
       q_wg = q_buf(tl.qb) + cw * 64 * 128;
       q_desc = make_desc_sw128(q_wg, 16, 1024);
-      mbar_wait(q_full(tl.qb), (tl.r / C::kQBufs) & 1);
       if constexpr (C::kQReg) {
         // Rows wi * 16 + (j % 2) * 8 + lane % 8 and 8-element chunk 2 kk + j / 2 for matrix
         // j = lane / 8: the A fragments of k16 step kk.
@@ -547,10 +539,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       // issued all the same (on stale K and Q, its result dropped): wgmma under a branch would
       // be serialized by ptxas.
       Tile nx;
-      const bool more = load_tile(tl.r + 1, nx);
-      if (C::kChain && more) {
-        open_q(nx);
-        if (!rk) wait_k(cur);
+      bool more = false;
+      if constexpr (C::kChain) {
+        more = load_tile(tl.r + 1, nx);
+        if (more) {
+          open_q(nx);
+          if (!rk) wait_k(cur);
+        }
       }
       if (!rv) wait_v(prev);
       turn_wait();
@@ -637,6 +632,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
         if (tq4 == 0 && row0 + 8 * e < lq) lse[row0 + 8 * e] = lv[e];
+      if constexpr (!C::kChain) more = load_tile(tl.r + 1, nx);
       if (!more) break;
       tl = nx;
     }
@@ -694,6 +690,10 @@ bool fwd_pdl() {
   return on;
 }
 
+// Persistent blocks take work tiles from a work counter (Note [Flash sm90 forward schedule])
+// unless KILN_FLASH_SM90_DYNAMIC=0 or sm90_set_forward_dynamic(false).
+std::atomic<bool> g_dynamic{pdl_env_on("KILN_FLASH_SM90_DYNAMIC")};
+
 std::atomic<int> g_cfg{[] {
   const char* e = std::getenv("KILN_FLASH_SM90_CFG");
   if (!e || e[0] < '0' || e[0] > '9') return -1;
@@ -739,6 +739,8 @@ bool launch(const FlashParams& p, int device, cudaStream_t stream) {
   sc.hg = static_cast<int>(std::min<int64_t>(nbh, std::max<int64_t>(1, (resident + nq - 1) / nq)));
   sc.items = static_cast<int>(items);
   const int64_t grid = C::kPersist ? std::min<int64_t>(items, resident) : items;
+  sc.ctr = grid < items && g_dynamic.load(std::memory_order_relaxed) ? work_counter(device, stream)
+                                                                     : nullptr;
   // A programmatic dependent launch (pdl.cuh, Note [Flash sm90 forward PDL]): the blocks start as
   // the previous kernel's blocks end and wait for it before their first load or store. A launch
   // error stays pending for the caller's check, as with <<< >>>.
@@ -770,9 +772,10 @@ void sm90_set_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed);
 bool sm90_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 // Forces forward kernel shape `cfg` (index into D64Cfgs / D128Cfgs, bfloat16 only; -1: the
-// defaults), as KILN_FLASH_SM90_CFG does, so tests cover every shape. Not in flash_sm90.h: tests
-// declare it themselves.
+// defaults), as KILN_FLASH_SM90_CFG does, and turns the work counter on or off, so tests cover
+// every shape and both schedules. Not in flash_sm90.h: tests declare them themselves.
 void sm90_set_forward_cfg(int cfg) { g_cfg.store(cfg, std::memory_order_relaxed); }
+void sm90_set_forward_dynamic(bool on) { g_dynamic.store(on, std::memory_order_relaxed); }
 
 bool sm90_forward(const detail::FlashParams& p, DType dtype, int device, gpuStream_t stream) {
   if (!g_enabled.load(std::memory_order_relaxed)) return false;

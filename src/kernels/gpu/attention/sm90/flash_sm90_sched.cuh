@@ -1,0 +1,81 @@
+// The work-tile schedule of the persistent sm90 forward (Note [Flash sm90 forward schedule]).
+#pragma once
+
+#include "backend/gpu/vendor.h"
+#include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
+
+namespace kiln::gpu::flash {
+
+// Note [Flash sm90 forward schedule]: the work tiles (query tile, batch x head) are numbered in
+// groups of hg (batch, head) pairs, about one resident wave's worth of tiles, so the blocks running
+// at once share a few heads' K / V in L2; inside a group the heaviest query tiles (causal: the
+// last) come first. Block k of a grid of G starts on tile k. With a work counter (ctr, Note [Work
+// counter]) each block then takes the next tile in that order as it starts its current one
+// (greedy, heaviest first: the blocks end together whatever the tiles cost); without one (graph
+// capture) tiles 2G - 1 - k, 2G + k, ... (a snake over rounds of G, heavy and light tiles
+// alternating). A non-persistent grid has one tile per block (G = the tile count, no counter).
+// In the block a scheduler thread takes the tiles (the counter's latency off the producer's path)
+// and hands each to the producer through `next` (one ahead); the producer tells the consumers
+// each round's tile with its Q (q_tile, per Q buffer).
+struct FwdSched {
+  int nq;     // query tiles per (batch, head)
+  int nbh;    // batch x heads
+  int hg;     // (batch, head) pairs per group
+  int items;  // nq * nbh
+  int* ctr;   // [tiles handed out past the first G, blocks done], or null: the snake
+};
+// The query tile and (batch, head) pair of work tile w.
+__device__ inline void fwd_decode(const FwdSched& sc, int w, int& qt, int& bh) {
+  const int per = sc.hg * sc.nq, gi = w / per, g0 = gi * sc.hg;
+  const int gs = min(sc.hg, sc.nbh - g0), in = w - gi * per;
+  qt = sc.nq - 1 - in / gs;
+  bh = g0 + in % gs;
+}
+// This block's work tile of round r (>= sc.items: none, nor in any later round). With a counter,
+// called once per round in order, by one thread (after the programmatic launch's wait).
+__device__ inline int fwd_item(const FwdSched& sc, int r) {
+  const int g = static_cast<int>(gridDim.x), k = static_cast<int>(blockIdx.x);
+  if (sc.ctr != nullptr && r > 0) return g + atomicAdd(sc.ctr, 1);
+  return r * g + ((r & 1) ? g - 1 - k : k);
+}
+// After the block's last fwd_item: the last block to get here zeroes the counter for the next
+// kernel of the stream.
+__device__ inline void fwd_sched_done(const FwdSched& sc) {
+  if (sc.ctr == nullptr) return;
+  __threadfence();
+  if (atomicAdd(sc.ctr + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+    atomicExch(sc.ctr, 0);
+    atomicExch(sc.ctr + 1, 0);
+  }
+}
+
+// The block's scheduling state in shared memory.
+template <int kQBufs>
+struct FwdSchedSmem {
+  uint64_t full, empty;  // mbarriers of `next` (one arrival each)
+  int next;              // the next round's work tile, from the scheduler thread
+  int q_tile[kQBufs];    // the work tile of each Q buffer's round, from the producer
+};
+// The scheduler thread: the work tile of round r = 1, 2, ... into ss.next, each once the producer
+// has taken the one before; ends after the first past the last.
+template <class S>
+__device__ inline void fwd_sched_run(const FwdSched& sc, S& ss) {
+  for (int r = 1;; ++r) {
+    if (r > 1) sm90::mbar_wait(sm90::smem_u32(&ss.empty), (r - 2) & 1);
+    const int w = fwd_item(sc, r);
+    *static_cast<volatile int*>(&ss.next) = w;
+    sm90::mbar_arrive(sm90::smem_u32(&ss.full));
+    if (w >= sc.items) break;
+  }
+  fwd_sched_done(sc);
+}
+// The producer: the work tile of round r + 1.
+template <class S>
+__device__ inline int fwd_sched_take(S& ss, int r) {
+  sm90::mbar_wait(sm90::smem_u32(&ss.full), r & 1);
+  const int w = *static_cast<volatile int*>(&ss.next);
+  sm90::mbar_arrive(sm90::smem_u32(&ss.empty));
+  return w;
+}
+
+}  // namespace kiln::gpu::flash
