@@ -93,8 +93,7 @@ using namespace sm90;
 // 230-241 against 264-274 sustained). Under sustained load (bench/run_attention_bench.sh with
 // KILN_BENCH_WARMUP_S=1, kernel timelines from KILN_BENCH_TRACE=1) this kernel slows from 81-83
 // to 88.5 us a call while cuDNN's stays at 82.4: at the H100's power cap it does less work per
-// joule than cuDNN's. ptxas: no spills; 168 registers at entry (1 block/SM), consumers raised to
-// 240; 80 at entry (3 blocks/SM), consumers 136.
+// joule than cuDNN's. ptxas: 168 registers at entry at 1 block/SM (consumers 240), 80 at 3 (136).
 // Session 12 (H100; bench/gpu_attention_shapes fwd, interleaved with the defaults in one device
 // call; B16 H12 T1024 D64 causal, defaults 82.5-84.5 us, before the changes kept below). Time
 // follows neither the MUFU nor the add count (SASS: 266 instructions a key tile, 34 MUFU, 36
@@ -249,8 +248,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       tma_prefetch_map(&mv);
       pdl_wait();  // a programmatic launch: the previous kernel's q / k / v are visible
       int it = 0;  // key tiles loaded so far (all work tiles): stage it % kStages
-      // Round rq's Q, and its work tile w in q_tile[rq % kQBufs] for the consumers (w >=
-      // sc.items: none, the barrier completes without bytes and the consumers stop).
+      // Round rq's Q and work tile w (in ss.q_tile; w >= sc.items: none, the consumers stop).
       auto load_q = [&](int rq, int w) {
         const int qb = rq % C::kQBufs, qu = rq / C::kQBufs;
         if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
@@ -690,8 +688,7 @@ bool fwd_pdl() {
   return on;
 }
 
-// Persistent blocks take work tiles from a work counter (Note [Flash sm90 forward schedule])
-// unless KILN_FLASH_SM90_DYNAMIC=0 or sm90_set_forward_dynamic(false).
+// Work counter (Note [Flash sm90 forward schedule]) unless KILN_FLASH_SM90_DYNAMIC=0.
 std::atomic<bool> g_dynamic{pdl_env_on("KILN_FLASH_SM90_DYNAMIC")};
 
 std::atomic<int> g_cfg{[] {
