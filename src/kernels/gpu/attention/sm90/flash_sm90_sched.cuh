@@ -7,22 +7,29 @@
 namespace kiln::gpu::flash {
 
 // Note [Flash sm90 forward schedule]: the work tiles (query tile, batch x head) are numbered in
-// groups of hg (batch, head) pairs, about one resident wave's worth of tiles, so the blocks running
-// at once share a few heads' K / V in L2; inside a group the heaviest query tiles (causal: the
-// last) come first. Block k of a grid of G starts on tile k. With a work counter (ctr, Note [Work
-// counter]) each block then takes the next tile in that order as it starts its current one
-// (greedy, heaviest first: the blocks end together whatever the tiles cost); without one (graph
-// capture) tiles 2G - 1 - k, 2G + k, ... (a snake over rounds of G, heavy and light tiles
-// alternating). A non-persistent grid has one tile per block (G = the tile count, no counter).
-// In the block a scheduler thread takes the tiles (the counter's latency off the producer's path)
-// and hands each to the producer through `next` (one ahead); the producer tells the consumers
-// each round's tile with its Q (q_tile, per Q buffer). H100, bench/gpu_attention_shapes, three
-// passes interleaved with KILN_FLASH_SM90_DYNAMIC=0 (the snake), causal bf16 forward: B16 H12 T1024
-// D64 81.95-82.33 -> 80.14-80.61 us, B4 H32 T4096 D128 898.9-934.0 -> 871.2-900.4; forward +
-// backward 332.4-333.5 -> 331.8-332.3 and 3837-3848 -> 3820-3825. A list-scheduling model of the
-// D64 tiles (3 warpgroups an SM sharing it) had put the snake's cost at 7%: blocks that share an SM
-// absorb most of an imbalance between them. The producer thread (24 registers) now spills a few
-// words a key tile; the spills sit between its barrier waits.
+// groups of hg (batch, head) pairs, so the blocks running at once share a few heads' K / V in L2;
+// inside a group the heaviest query tiles (causal: the last) come first. The groups have equal
+// sizes near two resident waves of tiles, one group where the call has under three waves: a group
+// boundary restarts the heavy tiles, and a small last group ends the call on a tail. Block k of a
+// grid of G starts on tile k. With a work counter (ctr, Note [Work counter]) each block then takes
+// the next tile in that order as it starts its current one (greedy, heaviest first: the blocks end
+// together whatever the tiles cost); without one (graph capture) tiles 2G - 1 - k, 2G + k, ... (a
+// snake over rounds of G, heavy and light tiles alternating). A non-persistent grid has one tile
+// per block (G = the tile count, no counter). In the block a scheduler thread takes the tiles (the
+// counter's latency off the producer's path) and hands each to the producer through `next` (one
+// ahead); the producer tells the consumers each round's tile with its Q (q_tile, per Q buffer).
+// H100, bench/gpu_attention_shapes, three passes interleaved with KILN_FLASH_SM90_DYNAMIC=0 (the
+// snake), causal bf16 forward: B16 H12 T1024 D64 81.95-82.33 -> 80.14-80.61 us, B4 H32 T4096 D128
+// 898.9-934.0 -> 871.2-900.4; forward + backward 332.4-333.5 -> 331.8-332.3 and 3837-3848 ->
+// 3820-3825. A list-scheduling model of the D64 tiles (3 warpgroups an SM sharing it) had put the
+// snake's cost at 7%: blocks that share an SM absorb most of an imbalance between them. Then groups
+// of two waves, equal in size, instead of one wave (the last group the remainder), three passes
+// (us, causal forward, old -> new): B16 H12 T1024 D64 79.5-81.4 -> 78.2-78.6, B8 H16 T2048 D64
+// 179.7-181.9 -> 175.2-176.2, B1 H24 T2048 D64 59.1-59.7 -> 45.2-46.4, B4 H32 T4096 D128 866-892 ->
+// 851-869, B2 H16 T2048 D128 81.7-83.6 -> 74.6-74.7, B1 H8 T4096 D128 97.0-97.4 -> 74.4-75.0;
+// non-causal unchanged (D64 B16 H12 T1024 123.9-124.9 -> 124.3-124.5). Whole-call groups at B16 H12
+// T1024 D64: 95 us (L2 misses). The producer thread (24 registers) now spills a few words a key
+// tile; the spills sit between its barrier waits.
 struct FwdSched {
   int nq;     // query tiles per (batch, head)
   int nbh;    // batch x heads
