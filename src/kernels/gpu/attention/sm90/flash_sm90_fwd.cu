@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       auto load_q = [&](int rq, int w) {
         const int qb = rq % C::kQBufs, qu = rq / C::kQBufs;
         if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
-        *static_cast<volatile int*>(&ss.q_tile[qb]) = w;
+        ss.set_q_tile(rq, w);
         if (w >= sc.items) {
           mbar_arrive(q_full(qb));
           return;
@@ -290,8 +290,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(v_buf(s) + c * kBk * 128, &mv, v_full(s), c * 64, t * kBk, hk, b);
         }
-        w = C::kQEarly ? *static_cast<volatile int*>(&ss.q_tile[(r + 1) % C::kQBufs])
-                       : fwd_sched_take(ss, r);
+        w = C::kQEarly ? ss.q_tile_of(r + 1) : fwd_sched_take(ss, r);
       }
     }
   } else {
@@ -429,7 +428,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     };
     auto load_tile = [&](int rr, Tile& tl) {  // waits for round rr's Q and its work tile
       mbar_wait(q_full(rr % C::kQBufs), (rr / C::kQBufs) & 1);
-      const int w = *static_cast<volatile int*>(&ss.q_tile[rr % C::kQBufs]);
+      const int w = ss.q_tile_of(rr);
       if (w >= sc.items) return false;
       int qt, bh;
       fwd_decode(sc, w, qt, bh);

@@ -68,6 +68,9 @@ struct FwdSchedSmem {
   uint64_t full, empty;  // mbarriers of `next` (one arrival each)
   int next;              // the next round's work tile, from the scheduler thread
   int q_tile[kQBufs];    // the work tile of each Q buffer's round, from the producer
+  // Round r's work tile in its Q buffer's slot (volatile: other threads read it after a barrier).
+  __device__ void set_q_tile(int r, int w) { *static_cast<volatile int*>(&q_tile[r % kQBufs]) = w; }
+  __device__ int q_tile_of(int r) { return *static_cast<volatile int*>(&q_tile[r % kQBufs]); }
 };
 // The scheduler thread: the work tile of round r = 1, 2, ... into ss.next, each once the producer
 // has taken the one before; ends after the first past the last.
