@@ -449,14 +449,16 @@ TEST(FlashAttentionSm90, BackwardGridOrderMatchesFlashMma) {
                               27);
 }
 
-// Every backward kernel shape (KILN_FLASH_SM90_BWD_CFG / _BWD128_CFG indices 0-6 in
+// Every backward kernel shape (KILN_FLASH_SM90_BWD_CFG / _BWD128_CFG indices 0-8 in
 // flash_sm90_bwd.cu: product orders, stage counts, the late dQ reduce-add with one or two staging
-// buffers, two consumer warpgroups at head dim 64) against flash_mma's backward: lengths that are
-// not multiples of the tiles, tq != tk, more blocks than a wave, causal and not.
+// buffers, two consumer warpgroups at head dim 64, K / V as register A fragments) against
+// flash_mma's backward: lengths that are not multiples of the tiles, tq != tk, more blocks than a
+// wave, causal and not.
 TEST(FlashAttentionSm90, BackwardEveryShape) {
   KILN_NEED_SM90();
   ASSERT_NE(gpu::flash::sm90_set_backward_cfg, nullptr);
-  const std::pair<int, int> shapes[] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5}, {5, 5}, {6, 6}};
+  const std::pair<int, int> shapes[] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5},
+                                        {5, 5}, {6, 6}, {7, 7}, {8, 8}};
   uint64_t seed = 40;
   for (auto [c64, c128] : shapes) {
     gpu::flash::sm90_set_backward_cfg(c64, c128);

@@ -738,8 +738,9 @@ void mma_backward_kv(const FlashParams& p, const float* l2buf, const float* dlbu
 }
 
 // dq from the float accumulator p.dq_acc (mma_dq_cast_kernel), through p.dq's strides.
-// Measured and not kept (session 13, H100, head dim 64 B16 H12 T1024 causal forward+backward
-// 331-334 us a step with this cast): the cast fused into the sm90 backward. Idle producer warps
+// Note [Flash sm90 backward dq cast]: measured and not kept (session 13, H100, head dim 64 B16 H12
+// T1024 causal forward+backward 331-334 us a step with this cast): the cast fused into the sm90
+// backward. Idle producer warps
 // issued the dQ reduce-adds, awaited their completion, counted each query tile's key-tile
 // contributors with an acquire / release add in a per-stream counter array, and the last
 // contributor cast the tile. The reduce-adds by warp 1 alone (the counts and casts left out): 309
@@ -747,6 +748,14 @@ void mma_backward_kv(const FlashParams& p, const float* l2buf, const float* dlbu
 // (the tile's L2 prefetched into L1 first, 461; in one warp with the reduce-adds, 521; B1 H24 T2048
 // D64 329 against 172). A block cannot end before its last count and cast, and the per-tile adds
 // with their fences held the counting warp longer than a tile takes.
+// Session 14, group by group instead (2 B Hq + 1 counters after dq_acc, zeroed by the pre-pass):
+// each consumer leader added to its group's count once its reduce-adds had completed, and an idle
+// producer warp of any later block claimed 64-row tiles of the lowest complete group while its
+// consumers had at least R tiles left (TMA load of the floats, cast in shared memory, TMA store);
+// this cast skipped the claimed tiles. It reached every group but the last (2816 of 3072 tiles;
+// B8 H16 T2048 3840 of 4096), but the step went 333-341 -> 345-351 us (R 1-10): the main kernel
+// 204 -> 218-222 us, as it is bound by L2 traffic (Note [Flash sm90 backward L2]), while this
+// cast's exposed time fell only 27 -> 21 us. The counts alone cost 3-4 us.
 template <class T>
 void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream, bool pdl = false) {
   constexpr bool kBf16 = std::is_same_v<T, BFloat16>;

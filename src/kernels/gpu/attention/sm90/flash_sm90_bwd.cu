@@ -10,6 +10,7 @@
 #include "backend/gpu/vendor.h"
 #include "kernels/gpu/attention/pdl.cuh"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
+#include "kernels/gpu/attention/sm90/flash_sm90_bwd_cfg.cuh"
 #include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
 #include "kernels/gpu/attention/sm90/sm90_tma.cuh"
 
@@ -57,112 +58,6 @@ using namespace sm90;
 // Q / dO stages, 422-426 with 3; one warpgroup (2 blocks/SM, 1 stage, dQ in two halves)
 // 366-372. ptxas: no spills, no wgmma serialization; consumers at 240 registers.
 //
-// Note [Flash sm90 backward order]: since session 6 the products run in order 2 by default (BwdCfg
-// kOrder): S^T, dP^T | P^T, dS^T | dQ, dV, dK, and dQ is staged while dV and dK still run (the
-// stage of tile t's Q / dO is released in tile t + 1, after its S^T, as dK reads Q; at head dim
-// 128 tile t + 1 also waits for tile t's dK / dV before issuing S^T / dP^T, else the registers in
-// flight are more than ptxas keeps in the wgmma pipeline: C7512 serialization). Measured on an
-// H100 (ncu, main kernel, us; same runs): head dim 128 (B4 H32 T4096) order 0 3010, order 1 (dV
-// issued before dS^T is made) 2820, order 2 2650; three Q / dO stages with order 2 2680, two dS^T
-// tiles (no barrier before writing the next) 2690. Head dim 64 (B16 H12 T1024): order 0 237,
-// order 1 240, order 2 233, same with 3 stages or 2 dS^T tiles 231-234. Descriptors built once and
-// advanced by adds (desc_add) instead of rebuilt per wgmma: head dim 128 2650 -> 2520 (cuDNN's
-// bprop 2510 on the same GPU model), head dim 64 ~229. The grid order (Note [Flash sm90 backward
-// grid order]): 246 -> 237 us at head dim 64, 3020 -> 3010 at 128. dK / dV through shared memory
-// and TMA stores (whole lines; the column-pair stores from registers wrote half sectors and held
-// the SM at each block's end) instead of st.global from registers: head dim 64 227 -> 208 us,
-// head dim 128 2640 -> 2510-2540 (same run).
-//
-// Tried in session 7 and not kept (H100, B16 H12 T1024 D64 / B4 H32 T4096 D128 causal forward +
-// backward TFLOP/s, three interleaved passes against this kernel; ncu main-kernel times): (1) no
-// zeroed dq accumulator: per (query tile, warpgroup) claim words, the first writer TMA-stores its
-// dQ share and releases the word once the store completes, later writers wait for it and add; the
-// pre-pass drops from 33 to 22.5 us at D64 (its zeroing). Issued from a writer warp of the
-// producer warpgroup (mbarrier hand-off): 251-253 / 475-480 against 252-254 / 471-474 (the
-// hand-off alone, claims off, costs 3-4% at D64); issued by the consumer leader: the claim code
-// in the loop changes ptxas's schedule (HGMMA issue spread, 615 -> 797 instructions a tile), 242-
-// 244 / 435-453 even with claims off. (2) The pre-pass inside this kernel (the producer warpgroup
-// of the first block to claim a tile fills its l2 / dl rows and zeroes its dq rows; others wait):
-// main kernel 210 -> 290 us at D64 (a state round trip per tile before each l2 / dl copy, the
-// 24-register pre-pass code spills), 222 / 420-433. (3) ptxas waits for dP^T before making P^T
-// and then makes P^T and dS^T in one pass; forcing P^T above that wait (a branch on its packed
-// words) so its exponentials overlap dP^T: main kernel 207 -> 218 us (D64), 2.45 -> 2.66 ms
-// (D128), 247-249 / 454-458 against 255-256 / 470-480.
-//
-// Tried in session 8 and not kept (H100, ncu main-kernel times against this kernel in the same
-// device call): (4) persistent blocks (one wave; work items from an atomic counter the pre-pass
-// zeroed; a K / V "empty" barrier so the next item's K / V and first Q / dO tiles load while dK /
-// dV are staged in the warpgroup's dQ boxes plus 32 KiB more and stored): D128 2.49-2.54 ms
-// against 2.45-2.48 (4.42M against 4.30M active SM cycles; the same code launched one block per
-// item also 4.46M), D64 unchanged; this kernel's SMs sit idle between blocks for only 1.4% of the
-// cycles. (5) dl made here instead of by the pre-pass (the producer loads each tile's O, idle
-// producer warps sum rows of dO O into the stage): pre-pass 181 -> 93 us (D128), 33 -> 19 us
-// (D64), but the main kernel 2.48 -> 2.89 ms and 208 -> 235 us at best (lane-per-row sums,
-// waited right before dS^T); CUDA-core row sums redone by every key tile cost more than the
-// DRAM pass they save.
-constexpr int kBq = 64;
-constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
-constexpr int kRowBytes = kBq * 4;  // kBq floats
-
-// One kernel shape: kC consumer warpgroups of 64 keys (kBk = 64 kC keys a block, sharing each
-// Q / dO tile; with kC = 2 each warpgroup computes half of dQ's columns over all kBk keys),
-// kStages Q / dO buffers, kMinBlocks blocks per SM.
-template <int kD_, int kC_, int kStages_, int kMinBlocks_, int kOrder_ = 0, bool kLate_ = false,
-          int kDqBufs_ = 1>
-struct BwdCfg {
-  static constexpr int kD = kD_, kC = kC_, kStages = kStages_, kMinBlocks = kMinBlocks_;
-  // kLate: tile t's dQ reduce-add (with its proxy fence and warpgroup barrier) is issued after
-  // tile t + 1's S^T / dP^T, so the fence's wait for the staging stores runs under those products;
-  // kDqBufs 2: two dQ staging buffers, so the next staging need not wait for that reduce-add.
-  static constexpr bool kLate = kLate_;
-  static constexpr int kDqBufs = kDqBufs_;
-  // Product order: 0 S^T, dP^T | dV, dK, dQ, all done before dQ is staged; 1 S^T, dP^T, dV (while
-  // dS^T is made) | dQ, dK; 2 S^T, dP^T | dQ, dV, dK; in 1 and 2 dQ is staged while dK (and dV)
-  // run, and tile t's Q / dO stage is released in tile t + 1 (after its S^T).
-  static constexpr int kOrder = kOrder_;
-  static constexpr int kDqBytes = kBq * kD * 4;
-  static constexpr int kBoxF = 32;  // columns (floats) of one 128-byte-wide dQ staging box
-  static constexpr int kBk = 64 * kC, kThreads = 128 * (kC + 1);
-  static constexpr int kBoxes = kD / 64;       // 64-column boxes of a row
-  static constexpr int kRows64 = 64 * kD * 2;  // 64 rows of K / V / Q / dO (kBoxes boxes)
-  static constexpr int kKv = kBk * kD * 2;     // one K or V tile
-  static constexpr int kSk = 0, kSv = kKv, kSq = 2 * kKv;
-  static constexpr int kSdo = kSq + kStages * kRows64;
-  static constexpr int kSds = kSdo + kStages * kRows64;  // dS^T [kBk keys][kBq queries]
-  // dQ staging: [kD / 32 column boxes][kBq rows][32 floats], 128-byte swizzle
-  static constexpr int kSdq = kSds + kBk * kBq * 2;
-  static constexpr int kSl = kSdq + kDqBufs * kDqBytes;  // per stage: l2 [kBq], then dl [kBq]
-  static constexpr int kBar = kSl + kStages * 2 * kRowBytes;
-  static constexpr int kSmem = kBar + 8 * (1 + 2 * kStages) + 1024;
-  static_assert(kSmem * kMinBlocks <= 232448, "shared memory");
-  static constexpr int kLaunchRegs = 65536 / (kThreads * kMinBlocks) / 8 * 8;
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kSpare = (kThreads * kLaunchRegs - 128 * kProducerRegs) / (128 * kC);
-  static constexpr int kConsumerRegs = kSpare / 8 * 8 > 240 ? 240 : kSpare / 8 * 8;
-  static constexpr int kDqN = kD / kC;                // dQ columns per warpgroup
-  static constexpr int kDqW = kDqN < 64 ? kDqN : 64;  // columns of one dQ product
-  static_assert(kD == 64 || kD == 128, "head dim");
-  static_assert(kC <= kStages, "dK / dV leave through the Q / dO stages");
-  static_assert(kOrder == 0 || kStages >= 2, "orders 1, 2 release a stage one tile late");
-  static_assert(!kLate || kOrder != 0, "kLate releases a stage in the next tile");
-  static_assert(kDqBufs == 1 || (kDqBufs == 2 && kLate), "dQ staging buffers");
-};
-
-// *a = v when pred (a predicate in the asm, no branch).
-__device__ inline void st_u32_if(bool pred, void* a, uint32_t v) {
-  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\n@q st.global.u32 [%0], %1;\n}\n" ::"l"(a),
-               "r"(v), "r"(static_cast<int>(pred))
-               : "memory");
-}
-
-// The descriptor make_desc_sw128(addr + bytes, ...) from d = make_desc_sw128(addr, ...): the
-// start-address field (addr >> 4, bits 0-13) never carries into the fields above it, as
-// shared-memory addresses are below 2^18. (A plain add. Tried and slower at head dim 128, ncu on
-// an H100, same run: the add on the low word in inline asm, S^T / dP^T without clearing their
-// registers first ("=f" outputs), a mask-free copy of the P^T code for tiles off the edges, the
-// warp index made uniform by a shuffle: 2.62-2.75 ms against 2.52 for none of them; head dim 64
-// within 1%.)
-__device__ inline uint64_t desc_add(uint64_t d, uint32_t bytes) { return d + (bytes >> 4); }
 
 // Note [Flash sm90 backward PDL]: the kernel is a programmatic dependent launch (pdl.cuh) after the
 // pre-pass: its blocks start while the pre-pass ends and load K / V before pdl_wait (the producer,
@@ -376,6 +271,18 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
   pdl_wait();  // dq is zeroed before this warpgroup's reduce-adds
   if (ntiles > 0) mbar_wait(kv_full, 0);
+  // kAReg: this warp's 16 keys of K / V as the A fragments of the 4 k16 steps (ldmatrix.x4:
+  // rows wi 16 + (j % 2) 8 + lane % 8, 8-column chunk 2 kk + j / 2 of matrix j = lane / 8).
+  uint32_t ka[C::kAReg & 1 ? 4 : 1][4], va[C::kAReg & 2 ? 4 : 1][4];
+  if constexpr (C::kAReg != 0) {
+    const int rr = wi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint32_t off = rr * 128 + (((2 * kk + (lane >> 4)) ^ (rr & 7)) * 16);
+      if constexpr (C::kAReg & 1) ldsm_x4(sk_w + off, ka[kk]);
+      if constexpr (C::kAReg & 2) ldsm_x4(sv_w + off, va[kk]);
+    }
+  }
   for (int t = 0; t < ntiles; ++t) {
     const int s = t % kStages;
     const int i0 = istart + t * kBq;
@@ -390,18 +297,22 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 #pragma unroll
     for (int i = 0; i < 32; ++i) st[i] = dp[i] = 0.0f;
     // acc = A B^T over the head dim, both K-major (S^T = K Q^T, dP^T = V dO^T), one commit group.
-    auto issue_kmajor = [&](float(&acc)[32], const uint64_t a_kd, const uint64_t b_kd) {
-      wgmma_ss_n64<kBf16>(acc, a_kd, b_kd, 0);
+    // kReg: A from the fragments ar (kAReg) instead of a_kd.
+    auto issue_kmajor = [&]<bool kReg>(float(&acc)[32], const uint64_t a_kd,
+                                       const uint32_t(&ar)[kReg ? 4 : 1][4], const uint64_t b_kd) {
 #pragma unroll
-      for (int kk = 1; kk < kD / 16; ++kk) {
+      for (int kk = 0; kk < kD / 16; ++kk) {
         const uint32_t off = (kk / 4) * kTile + (kk % 4) * 32;
-        wgmma_ss_n64<kBf16>(acc, desc_add(a_kd, off), desc_add(b_kd, off), 1);
+        if constexpr (kReg)
+          wgmma_rs_n64<kBf16, 0>(acc, ar[kk], desc_add(b_kd, off), kk > 0 ? 1 : 0);
+        else
+          wgmma_ss_n64<kBf16>(acc, desc_add(a_kd, off), desc_add(b_kd, off), kk > 0 ? 1 : 0);
       }
       wgmma_commit();
     };
     wgmma_fence();
-    issue_kmajor(st, k_kd, q_kd);
-    issue_kmajor(dp, v_kd, do_kd);
+    issue_kmajor.template operator()<(C::kAReg & 1) != 0>(st, k_kd, ka, q_kd);
+    issue_kmajor.template operator()<(C::kAReg & 2) != 0>(dp, v_kd, va, do_kd);
     if constexpr (C::kLate) {
       if (t > 0) finish(t - 1);  // the last tile's dQ, while S^T / dP^T run
     }
@@ -598,10 +509,11 @@ std::atomic<bool> g_bwd128_enabled{[] {
 }()};
 
 // Kernel shapes, KILN_FLASH_SM90_BWD_CFG (head dim 64) / KILN_FLASH_SM90_BWD128_CFG (128) = n
-// picks one for tuning runs (defaults kDefaultCfg64 = 5, kDefaultCfg128 = 6): 0 two Q / dO stages,
+// picks one for tuning runs (defaults kDefaultCfg64 = 8, kDefaultCfg128 = 6): 0 two Q / dO stages,
 // product order 2, 1 product order 0, 2 three stages, 3 product order 1, 5 the late dQ reduce-add
-// (kLate; three stages at head dim 64, two at 128), 6 the same with two dQ staging buffers; head
-// dim 64 only: 4 two consumer warpgroups (one block an SM, order 0).
+// (kLate; three stages at head dim 64, two at 128), 6 the same with two dQ staging buffers, 7 and
+// 8 shape 5 with K (7) or K and V (8) as register A fragments (kAReg; head dim 64, else shape 5);
+// head dim 64 only: 4 two consumer warpgroups (one block an SM, order 0).
 template <int kD, int kC, int kMinBlocks, int kLateStages>
 struct Shapes {
   using S0 = BwdCfg<kD, kC, 2, kMinBlocks, 2>;
@@ -610,6 +522,8 @@ struct Shapes {
   using S3 = BwdCfg<kD, kC, 2, kMinBlocks, 1>;
   using S5 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 1>;
   using S6 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 2>;
+  using S7 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 1, kD == 64 ? 1 : 0>;
+  using S8 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 1, kD == 64 ? 3 : 0>;
 };
 // D64: 1 consumer warpgroup of 64 keys, 2 blocks an SM; D128: 2 sharing Q / dO, 1 block an SM.
 using Shapes64 = Shapes<64, 1, 2, 3>;
@@ -654,7 +568,7 @@ int env_digit(const char* name, int fallback, int max) {
 // accumulate (408.4-411.6) the masks 408.6-411.4, the dQ product and staging 405.4-407.5, the
 // staging's wait for the last reduce-add's reads (timing only) 409.4-411.7.
 constexpr int kDefaultCfg128 = 6;
-constexpr int kMaxCfg = 6;
+constexpr int kMaxCfg = 8;
 // Shapes forced by sm90_set_backward_cfg (-1: the environment's, else the defaults).
 std::atomic<int> g_cfg64{-1}, g_cfg128{-1};
 int bwd128_cfg() {
@@ -664,8 +578,9 @@ int bwd128_cfg() {
   return c == 4 ? kDefaultCfg128 : c;  // index 4 is head dim 64 only
 }
 // Head dim 64: 3 Q / dO stages (index 2 against 0, session 6, H100 training step: 253.2-253.7
-// TFLOP/s against 249.5-250.9), the late dQ reduce-add (Note [Flash sm90 backward late dQ]).
-constexpr int kDefaultCfg64 = 5;
+// TFLOP/s against 249.5-250.9), the late dQ reduce-add (Note [Flash sm90 backward late dQ]), K
+// and V as register A fragments (Note [Flash sm90 backward L2]).
+constexpr int kDefaultCfg64 = 8;
 int bwd_cfg() {
   static const int env = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, kMaxCfg);
   const int f = g_cfg64.load(std::memory_order_relaxed);
@@ -740,6 +655,10 @@ bool launch_shape(int cfg, const FlashParams& p, cudaStream_t stream, const floa
       return launch<kBf16, typename Sh::S5>(p, stream, l2, dl, pad, dev);
     case 6:
       return launch<kBf16, typename Sh::S6>(p, stream, l2, dl, pad, dev);
+    case 7:
+      return launch<kBf16, typename Sh::S7>(p, stream, l2, dl, pad, dev);
+    case 8:
+      return launch<kBf16, typename Sh::S8>(p, stream, l2, dl, pad, dev);
     default:
       return launch<kBf16, typename Sh::S0>(p, stream, l2, dl, pad, dev);
   }
