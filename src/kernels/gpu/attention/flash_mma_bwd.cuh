@@ -754,8 +754,8 @@ void mma_backward_kv(const FlashParams& p, const float* l2buf, const float* dlbu
 // consumers had at least R tiles left (TMA load of the floats, cast in shared memory, TMA store);
 // this cast skipped the claimed tiles. It reached every group but the last (2816 of 3072 tiles;
 // B8 H16 T2048 3840 of 4096), but the step went 333-341 -> 345-351 us (R 1-10): the main kernel
-// 204 -> 218-222 us, as it is bound by L2 traffic (Note [Flash sm90 backward L2]), while this
-// cast's exposed time fell only 27 -> 21 us. The counts alone cost 3-4 us.
+// 204 -> 218-222 us (Note [Flash sm90 backward L2]), while this cast's exposed time fell only
+// 27 -> 21 us. The counts alone cost 3-4 us.
 template <class T>
 void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream, bool pdl = false) {
   constexpr bool kBf16 = std::is_same_v<T, BFloat16>;

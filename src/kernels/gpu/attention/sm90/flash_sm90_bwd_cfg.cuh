@@ -121,17 +121,20 @@ __device__ inline uint64_t desc_add(uint64_t d, uint32_t bytes) { return d + (by
 // Note [Flash sm90 backward L2]: ncu of the head-dim-64 default (H100, B16 H12 T1024 causal, main
 // kernel 199 us, session 14): L2 throughput 88.9% of peak, tensor pipe 37%, issue slots 34%, 0.50
 // eligible warps a scheduler; the consumers' largest stall is the wait for the block's K / V at its
-// start (10% of the samples). The kernel is bound by L2 traffic (each 64 x 64 tile step loads Q and
-// dO, 16 KiB, and reduce-adds 16 KiB of dQ), which is why more traffic inside it costs (Note
-// [Flash sm90 backward dq cast] in flash_mma_bwd.cuh) and shared-memory savings buy little: K and
-// V as register A fragments (kAReg, shape 8, the S^T / dP^T products read only Q / dO from shared
-// memory), 3 interleaved passes of bench/gpu_attention_shapes fwdbwd against shape 5 (us): B16
-// H12 T1024 D64 causal 326.7-328.5 against 327.4-329.3, B8 H16 T2048 causal 673.8-677.1 against
-// 675.2-676.8, B1 H24 T2048 causal 146.4-147.4 against 150.1-152.3, B4 H16 T1024 non-causal
-// 173.2-174.7 against 176.5-180.6; K alone (shape 7) in between. Producer and scheduler barrier
-// waits with a suspend-time hint (try_wait sleeps until the phase completes; the plain loops were
-// 30% of the forward's executed warp instructions): no change, forward 77.2-78.8 / 77.8-78.5
-// (all waits) against 77.0-78.3 us, forward + backward 328.0-328.7 / 326.4-328.4 against
-// 325.4-327.2.
+// start (10% of the samples). Yet L2 traffic does not bound it: with half the dQ reduce-adds left
+// out the step took 301.8-304.2 us against 299.8-302.8, and with the Q / dO loads after the first
+// three tiles left out as well 297.9-300.7 (bench/gpu_attention_shapes fwdbwd, wrong results, 3
+// passes, on an H100 where this step runs 300 us; on others the same binary runs 326-330, the
+// main kernel 198-204 us against 170, while PyTorch's kernels and this forward time the same on
+// both). Shared-memory savings buy little too: K and V as register A fragments (kAReg, shape 8,
+// the S^T / dP^T products read only Q / dO from shared memory), 3 interleaved passes against shape
+// 5 (us): B16 H12 T1024 D64 causal 326.7-328.5 against 327.4-329.3 (300.0-302.1 against
+// 308.6-310.2 on the faster H100), B8 H16 T2048 causal 673.8-677.1 against 675.2-676.8, B1 H24
+// T2048 causal 146.4-147.4 against 150.1-152.3, B4 H16 T1024 non-causal 173.2-174.7 against
+// 176.5-180.6; K alone (shape 7) in between. Producer and scheduler barrier waits with a
+// suspend-time hint (try_wait sleeps until the phase completes; the plain loops were 30% of the
+// forward's executed warp instructions): no change, forward 77.2-78.8 / 77.8-78.5 (all waits)
+// against 77.0-78.3 us, forward + backward 328.0-328.7 / 326.4-328.4 against 325.4-327.2, and
+// sustained (KILN_BENCH_WARMUP_S=1) forward 282.0-294.0 / 276.9-282.4 against 288.2-293.3 TFLOP/s.
 
 }  // namespace kiln::gpu::flash::sm90
