@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   // kAReg: this warp's 16 keys of K / V as the A fragments of the 4 k16 steps (ldmatrix.x4:
   // rows wi 16 + (j % 2) 8 + lane % 8, 8-column chunk 2 kk + j / 2 of matrix j = lane / 8).
   uint32_t ka[C::kAReg & 1 ? 4 : 1][4], va[C::kAReg & 2 ? 4 : 1][4];
-  if constexpr (C::kAReg != 0) {
+  if (C::kAReg != 0 && ntiles > 0) {  // (K / V landed: kv_full)
     const int rr = wi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
