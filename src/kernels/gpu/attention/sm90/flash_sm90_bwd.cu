@@ -271,16 +271,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
   pdl_wait();  // dq is zeroed before this warpgroup's reduce-adds
   if (ntiles > 0) mbar_wait(kv_full, 0);
-  // kAReg: this warp's 16 keys of K / V as the A fragments of the 4 k16 steps (ldmatrix.x4:
-  // rows wi 16 + (j % 2) 8 + lane % 8, 8-column chunk 2 kk + j / 2 of matrix j = lane / 8).
+  // kAReg: this warp's 16 keys of K / V as the A fragments of the 4 k16 steps.
   uint32_t ka[C::kAReg & 1 ? 4 : 1][4], va[C::kAReg & 2 ? 4 : 1][4];
   if (C::kAReg != 0 && ntiles > 0) {  // (K / V landed: kv_full)
-    const int rr = wi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      const uint32_t off = rr * 128 + (((2 * kk + (lane >> 4)) ^ (rr & 7)) * 16);
-      if constexpr (C::kAReg & 1) ldsm_x4(sk_w + off, ka[kk]);
-      if constexpr (C::kAReg & 2) ldsm_x4(sv_w + off, va[kk]);
+      if constexpr (C::kAReg & 1) ldsm_a_sw128(sk_w, wi * 16, kk, kTile, lane, ka[kk]);
+      if constexpr (C::kAReg & 2) ldsm_a_sw128(sv_w, wi * 16, kk, kTile, lane, va[kk]);
     }
   }
   for (int t = 0; t < ntiles; ++t) {

@@ -440,13 +440,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       q_wg = q_buf(tl.qb) + cw * 64 * 128;
       q_desc = make_desc_sw128(q_wg, 16, 1024);
       if constexpr (C::kQReg) {
-        // Rows wi * 16 + (j % 2) * 8 + lane % 8 and 8-element chunk 2 kk + j / 2 for matrix
-        // j = lane / 8: the A fragments of k16 step kk.
-        const int rr = wi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
 #pragma unroll
         for (int kk = 0; kk < kD / 16; ++kk) {
-          const int ch = 2 * (kk % 4) + (lane >> 4);
-          ldsm_x4(q_wg + (kk / 4) * kBq * 128 + rr * 128 + ((ch ^ (rr & 7)) * 16), qa[kk]);
+          ldsm_a_sw128(q_wg, wi * 16, kk, kBq * 128, lane, qa[kk]);
         }
       }
     };

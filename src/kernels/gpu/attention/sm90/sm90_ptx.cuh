@@ -449,6 +449,15 @@ __device__ inline void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
                : "memory");
 }
 
+// The A fragments (mma.m16n8k16 layout, as wgmma reads A from registers) of k16 step kk for the
+// 16 rows r0 .. r0 + 15 of a 128-byte-swizzled tile of 64-column boxes box_bytes apart: matrix
+// j = lane / 8 takes rows r0 + (j % 2) 8 + lane % 8, 8-column chunk 2 (kk % 4) + j / 2.
+__device__ inline void ldsm_a_sw128(uint32_t tile, int r0, int kk, uint32_t box_bytes, int lane,
+                                    uint32_t (&a)[4]) {
+  const int rr = r0 + ((lane >> 3) & 1) * 8 + (lane & 7), ch = 2 * (kk % 4) + (lane >> 4);
+  ldsm_x4(tile + (kk / 4) * box_bytes + rr * 128 + ((ch ^ (rr & 7)) * 16), a);
+}
+
 // Four 8x8 16-bit matrices to shared memory: register j is this thread's pair of matrix j (row
 // lane / 4, columns 2 (lane % 4) ..); lanes 8 j .. 8 j + 7 give matrix j's row addresses.
 __device__ inline void stsm_x4(uint32_t addr, const uint32_t (&r)[4]) {
