@@ -35,9 +35,9 @@ using namespace sm90;
 // tile t a consumer warpgroup issues S_t = Q K_t^T (wgmma m64nKk16, both operands K-major in
 // shared memory, or Q from registers with kQReg), then O += P_{t-1} V_{t-1} (m64nDk16, P from
 // registers in the A-fragment layout, V read N-major), waits for S_t alone and runs the online
-// softmax of tile t, rescales O and packs P_t. ptxas hoists the wait for P_{t-1} V_{t-1} to the top
-// of the softmax (nothing ties them), so P V overlaps the softmax of the other warpgroup
-// (kPingPong: they take turns issuing, named barriers 2 and 3) or the other blocks, not its own.
+// softmax of tile t, rescales O and packs P_t. ptxas puts the wait for P_{t-1} V_{t-1} at the top
+// of its basic block (the softmax after the mask branch), so P V overlaps the softmax of the other
+// warpgroup (kPingPong: turns by named barriers 2 and 3) or other blocks, not its own (session 15).
 // Shared tiles are [D / 64][rows][64 elements] with TMA's 128-byte swizzle (16-byte chunk c of row
 // r at c ^ (r % 8)), the layout wgmma's SW128 descriptors read: K-major operands step 32 bytes per
 // k16 inside a 64-element chunk (stride between 8-row groups 1024 bytes); V (N-major) steps 16 rows
@@ -89,29 +89,35 @@ using namespace sm90;
 // session 7 features (no spills, no wgmma serialization): 101-103 us against 86 (ncu), 258-261
 // TFLOP/s against 312; 1 consumer at 4 blocks/SM (2 stages, 104 registers) spills and serializes
 // every wgmma. Two consumers sharing kBk 128 tiles at 1 block/SM (the D128 default's shape, with or
-// without ping-pong, 2 or 3 stages): 111-114 us against 88, 228-241 TFLOP/s against 307 (and
-// 230-241 against 264-274 sustained). Under sustained load (bench/run_attention_bench.sh with
-// KILN_BENCH_WARMUP_S=1, kernel timelines from KILN_BENCH_TRACE=1) this kernel slows from 81-83
-// to 88.5 us a call while cuDNN's stays at 82.4: at the H100's power cap it does less work per
-// joule than cuDNN's. ptxas: 168 registers at entry at 1 block/SM (consumers 240), 80 at 3 (136).
-// Session 12 (H100; bench/gpu_attention_shapes fwd, interleaved with the defaults in one device
-// call; B16 H12 T1024 D64 causal, defaults 82.5-84.5 us, before the changes kept below). Time
-// follows neither the MUFU nor the add count (SASS: 266 instructions a key tile, 34 MUFU, 36
-// FADD): row sums by P V itself (m64n72 against V plus a ones tile, l from O's columns 64-71)
-// 82.0-83.2; with P = ex2.approx.bf16x2 of packed exponents (half the MUFU work) 84.8-85.2; a
-// degree-4 polynomial 2^x on the FMA pipe for 1, 2, 3 of P's 8 column blocks 84.8-85.1, 89.4-90.2,
-// 93.3. One block of independent consumer warpgroups (a producer warp each, more registers): 3 at
-// 160 registers 88.4-90.0, 4 at 112 (no kQReg, no kChain) 83.7-84.5, 3 with kBk 128 89.8-91.3.
-// Non-causal B1 H3 T8192 (three warpgroups an SM) runs 113-120 us in every variant (430-456
-// TFLOP/s; cuDNN 146-149); one warpgroup alone on an SM: 555 ns a 64-key tile, 890 with three.
-// Leaving parts out priced the work tiles: the epilogue's global stores 4.7 us (each 16-byte row
-// chunk compiled to four 4-byte STGs, and the proxy fence's MEMBAR waits for them), lse's stores
-// 1.3, the masks 3. Kept: O by TMA stores from its own staging buffer (kTmaO) 80.4-81.8 against
-// 82.2-83.2 (D128 causal B1 H8 T4096 / B2 H16 T2048 / B4 H16 T1024: 71.1-72.0 / 77.3-78.3 /
-// 43.4-43.8 against 71.6-73.4 / 78.7-80.0 / 44.6-45.3); one compare an element in the masks
-// 80.0-81.2 -> 79.4-80.6; lse stored after the Q buffer's release 80.9-81.7 -> 80.3-80.7. Not
-// kept: 16-byte stores by asm after the release, 82.1-84.0; the last (masked) key tile first,
-// 81.4-82.9 against 79.5-81.2 (D128 B2 H16 T2048: 85.3-91.9 against 78.2-82.8).
+// without ping-pong, 2 or 3 stages): 111-114 us against 88. Under sustained load
+// (bench/run_attention_bench.sh with KILN_BENCH_WARMUP_S=1, kernel timelines from
+// KILN_BENCH_TRACE=1) this kernel slows from 81-83 to 88.5 us a call while cuDNN's stays at 82.4:
+// at the H100's power cap it does less work per joule than cuDNN's. ptxas: 168 registers at entry
+// at 1 block/SM (consumers 240), 80 at 3 (136). Session 12 (H100; bench/gpu_attention_shapes fwd,
+// interleaved with the defaults in one device call; B16 H12 T1024 D64 causal, defaults 82.5-84.5
+// us, before the changes kept below). Time follows neither the MUFU nor the add count (SASS: 266
+// instructions a key tile, 34 MUFU, 36 FADD): row sums by P V itself (m64n72 against V plus a ones
+// tile, l from O's columns 64-71) 82.0-83.2; with P = ex2.approx.bf16x2 of packed exponents (half
+// the MUFU work) 84.8-85.2; a degree-4 polynomial 2^x on the FMA pipe for 1, 2, 3 of P's 8 column
+// blocks 84.8-85.1, 89.4-90.2, 93.3. One block of independent consumer warpgroups (a producer warp
+// each, more registers): 3 at 160 registers 88.4-90.0, 4 at 112 (no kQReg, no kChain) 83.7-84.5, 3
+// with kBk 128 89.8-91.3. Non-causal B1 H3 T8192 (three warpgroups an SM) runs 113-120 us in every
+// variant (430-456 TFLOP/s; cuDNN 146-149); one warpgroup alone on an SM: 555 ns a 64-key tile, 890
+// with three. Leaving parts out priced the work tiles: the epilogue's global stores 4.7 us (each
+// 16-byte row chunk compiled to four 4-byte STGs, and the proxy fence's MEMBAR waits for them),
+// lse's stores 1.3, the masks 3. Kept: O by TMA stores from its own staging buffer
+// (kTmaO) 80.4-81.8 against 82.2-83.2 (D128 causal B1 H8 T4096 / B2 H16 T2048 / B4 H16
+// T1024: 71.1-72.0 / 77.3-78.3 / 43.4-43.8 against 71.6-73.4 / 78.7-80.0 / 44.6-45.3); one compare
+// an element in the masks 80.0-81.2 -> 79.4-80.6; lse stored after the Q buffer's release 80.9-81.7
+// -> 80.3-80.7. Not kept: 16-byte stores by asm after the release, 82.1-84.0; the last (masked) key
+// tile first, 81.4-82.9 against 79.5-81.2 (D128 B2 H16 T2048: 85.3-91.9 against 78.2-82.8). Session
+// 15 (H100, us): P V of tile t - 1 left running through the softmax of tile t. ptxas moves a
+// warpgroup wait to the top of its basic block; a loop run once (count from the row sums) ends the
+// block below the exponentials (a predicated wait or a never-taken trap serialize every wgmma); P
+// in two register sets needs over 136 registers. Wait below the exponentials: D64 B16 H12
+// T1024 85.7-86.9 against 78.1-78.5, B8 H16 T2048 195-196 against 174-175, D128 B4 H32 T4096
+// 862-867 against 860-865; with P through shared memory (stmatrix into the warpgroup's Q rows, P V
+// reading it by descriptor) 80.3-81.2 | 179.5-181.5. The SM's shared pipes bound it, not a chain.
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
