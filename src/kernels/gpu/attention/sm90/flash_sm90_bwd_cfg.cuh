@@ -136,5 +136,12 @@ __device__ inline uint64_t desc_add(uint64_t d, uint32_t bytes) { return d + (by
 // forward's executed warp instructions): no change, forward 77.2-78.8 / 77.8-78.5 (all waits)
 // against 77.0-78.3 us, forward + backward 328.0-328.7 / 326.4-328.4 against 325.4-327.2, and
 // sustained (KILN_BENCH_WARMUP_S=1) forward 282.0-294.0 / 276.9-282.4 against 288.2-293.3 TFLOP/s.
+// Session 15, the same half of the reduce-adds left out on an H100 of the slower kind (forward +
+// backward, us, 3 interleaved passes): B16 H12 T1024 D64 300.6-310.4 against 327.7-330.0, B8 H16
+// T2048 D64 633.5-637.2 against 674.7-678.6, B4 H32 T4096 D128 3709-3745 against 3821-3883. There
+// the dQ reduce-adds bound the kernel (on the faster kind, above, they do not). Two dQ staging
+// buffers (shape 6) change nothing (327.5-329.2), nor does the older two-warpgroup shape 4, which
+// halves them (347.4-348.8: order 0, no kLate / kAReg). Next: clusters of two key tiles summing dQ
+// in distributed shared memory before one reduce-add.
 
 }  // namespace kiln::gpu::flash::sm90
