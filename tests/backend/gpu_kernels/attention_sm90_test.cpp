@@ -457,8 +457,8 @@ TEST(FlashAttentionSm90, BackwardGridOrderMatchesFlashMma) {
 TEST(FlashAttentionSm90, BackwardEveryShape) {
   KILN_NEED_SM90();
   ASSERT_NE(gpu::flash::sm90_set_backward_cfg, nullptr);
-  const std::pair<int, int> shapes[] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5},
-                                        {5, 5}, {6, 6}, {7, 7}, {8, 8}};
+  const std::pair<int, int> shapes[] = {{0, 0}, {1, 1}, {2, 2}, {3, 3},  {4, 5},  {5, 5}, {6, 6},
+                                        {7, 7}, {8, 8}, {9, 8}, {10, 8}, {11, 8}, {12, 8}};
   uint64_t seed = 40;
   for (auto [c64, c128] : shapes) {
     gpu::flash::sm90_set_backward_cfg(c64, c128);

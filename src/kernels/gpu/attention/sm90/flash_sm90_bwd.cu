@@ -506,11 +506,13 @@ std::atomic<bool> g_bwd128_enabled{[] {
 }()};
 
 // Kernel shapes, KILN_FLASH_SM90_BWD_CFG (head dim 64) / KILN_FLASH_SM90_BWD128_CFG (128) = n
-// picks one for tuning runs (defaults kDefaultCfg64 = 8, kDefaultCfg128 = 6): 0 two Q / dO stages,
+// picks one for tuning runs (defaults kDefaultCfg64 = 12, kDefaultCfg128 = 6): 0 two Q / dO stages,
 // product order 2, 1 product order 0, 2 three stages, 3 product order 1, 5 the late dQ reduce-add
 // (kLate; three stages at head dim 64, two at 128), 6 the same with two dQ staging buffers, 7 and
 // 8 shape 5 with K (7) or K and V (8) as register A fragments (kAReg; head dim 64, else shape 5);
-// head dim 64 only: 4 two consumer warpgroups (one block an SM, order 0).
+// head dim 64 only: 4 two consumer warpgroups (one block an SM, order 0), 9 the same with order 2
+// and kLate, 10 shape 9 with kAReg, 11 shape 10 with two dQ staging buffers, 12 shape 10 with four
+// Q / dO stages.
 template <int kD, int kC, int kMinBlocks, int kLateStages>
 struct Shapes {
   using S0 = BwdCfg<kD, kC, 2, kMinBlocks, 2>;
@@ -526,6 +528,10 @@ struct Shapes {
 using Shapes64 = Shapes<64, 1, 2, 3>;
 using Shapes128 = Shapes<128, 2, 1, 2>;
 using Cfg64Two = BwdCfg<64, 2, 3, 1>;
+using Cfg64TwoLate = BwdCfg<64, 2, 3, 1, 2, true, 1>;
+using Cfg64TwoLateA = BwdCfg<64, 2, 3, 1, 2, true, 1, 3>;
+using Cfg64TwoLateA2 = BwdCfg<64, 2, 3, 1, 2, true, 2, 3>;
+using Cfg64TwoLateA4 = BwdCfg<64, 2, 4, 1, 2, true, 1, 3>;
 
 int env_digit(const char* name, int fallback, int max) {
   const char* e = std::getenv(name);
@@ -565,19 +571,20 @@ int env_digit(const char* name, int fallback, int max) {
 // accumulate (408.4-411.6) the masks 408.6-411.4, the dQ product and staging 405.4-407.5, the
 // staging's wait for the last reduce-add's reads (timing only) 409.4-411.7.
 constexpr int kDefaultCfg128 = 6;
-constexpr int kMaxCfg = 8;
+constexpr int kMaxCfg = 12;
 // Shapes forced by sm90_set_backward_cfg (-1: the environment's, else the defaults).
 std::atomic<int> g_cfg64{-1}, g_cfg128{-1};
 int bwd128_cfg() {
   static const int env = env_digit("KILN_FLASH_SM90_BWD128_CFG", kDefaultCfg128, kMaxCfg);
   const int f = g_cfg128.load(std::memory_order_relaxed);
   const int c = f >= 0 ? f : env;
-  return c == 4 ? kDefaultCfg128 : c;  // index 4 is head dim 64 only
+  return c == 4 || c > 8 ? kDefaultCfg128 : c;  // 4, 9-12: head dim 64 only
 }
-// Head dim 64: 3 Q / dO stages (index 2 against 0, session 6, H100 training step: 253.2-253.7
-// TFLOP/s against 249.5-250.9), the late dQ reduce-add (Note [Flash sm90 backward late dQ]), K
-// and V as register A fragments (Note [Flash sm90 backward L2]).
-constexpr int kDefaultCfg64 = 8;
+// Head dim 64: two consumer warpgroups of 64 keys sharing each Q / dO tile, so one dQ reduce-add
+// covers 128 keys (Note [Flash sm90 backward two warpgroups]), with the late dQ reduce-add (Note
+// [Flash sm90 backward late dQ]), K and V as register A fragments (Note [Flash sm90 backward L2])
+// and four Q / dO stages. Before session 15: index 8, one warpgroup, 2 blocks an SM.
+constexpr int kDefaultCfg64 = 12;
 int bwd_cfg() {
   static const int env = env_digit("KILN_FLASH_SM90_BWD_CFG", kDefaultCfg64, kMaxCfg);
   const int f = g_cfg64.load(std::memory_order_relaxed);
@@ -666,6 +673,10 @@ bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, cons
                 int64_t pad, int dev) {
   if (p.d == 128) return launch_shape<kBf16, Shapes128>(bwd128_cfg(), p, stream, l2, dl, pad, dev);
   if (bwd_cfg() == 4) return launch<kBf16, Cfg64Two>(p, stream, l2, dl, pad, dev);
+  if (bwd_cfg() == 9) return launch<kBf16, Cfg64TwoLate>(p, stream, l2, dl, pad, dev);
+  if (bwd_cfg() == 10) return launch<kBf16, Cfg64TwoLateA>(p, stream, l2, dl, pad, dev);
+  if (bwd_cfg() == 11) return launch<kBf16, Cfg64TwoLateA2>(p, stream, l2, dl, pad, dev);
+  if (bwd_cfg() == 12) return launch<kBf16, Cfg64TwoLateA4>(p, stream, l2, dl, pad, dev);
   return launch_shape<kBf16, Shapes64>(bwd_cfg(), p, stream, l2, dl, pad, dev);
 }
 

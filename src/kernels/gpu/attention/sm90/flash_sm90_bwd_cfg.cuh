@@ -141,7 +141,18 @@ __device__ inline uint64_t desc_add(uint64_t d, uint32_t bytes) { return d + (by
 // T2048 D64 633.5-637.2 against 674.7-678.6, B4 H32 T4096 D128 3709-3745 against 3821-3883. There
 // the dQ reduce-adds bound the kernel (on the faster kind, above, they do not). Two dQ staging
 // buffers (shape 6) change nothing (327.5-329.2), nor does the older two-warpgroup shape 4, which
-// halves them (347.4-348.8: order 0, no kLate / kAReg). Next: clusters of two key tiles summing dQ
-// in distributed shared memory before one reduce-add.
+// halves them (347.4-348.8: order 0, no kLate / kAReg); see the next Note.
+//
+// Note [Flash sm90 backward two warpgroups]: at head dim 64 the default (shape 12, session 15) is
+// a block of two consumer warpgroups of 64 keys sharing each Q / dO tile (kC 2, one block an SM),
+// each making half of dQ's columns over the block's 128 keys, so one reduce-add covers 128 keys
+// (half the reduce-adds of one warpgroup a block, 2 blocks an SM, shape 8). H100 of the slower
+// kind, forward + backward us, 3 interleaved passes, shapes 8 / 10 / 12 (10: three stages; 11,
+// two dQ staging buffers, lost 1-3%): B16 H12 T1024 causal 328.0-329.1 / 320.7-322.0 / 318.7-321.3,
+// B8 H16 T2048 causal 674.2-679.2 / 663.0-672.1 / 658.1-669.4, B1 H24 T2048 causal 144.9-150.1 /
+// 146.4-150.3 / 144.7-148.3, B4 H16 T1024 non-causal 174.4-175.4 / 169.7-171.4 / 167.2-172.7, B2
+// H8 T4096 causal 323.7-326.3 / 308.7-312.5 / 311.0-313.2. Not measured on the faster kind, where
+// the reduce-adds do not bound shape 8. Next: clusters of two blocks summing dQ in distributed
+// shared memory before one reduce-add (a quarter of shape 8's).
 
 }  // namespace kiln::gpu::flash::sm90
