@@ -604,10 +604,8 @@ __global__ void __launch_bounds__(kLanes * 8 / kMk, (bwd_min_blocks<kD, kBq, kGe
 // 8 elements a thread (d % 8 == 0): one 16-byte store when dq's rows are 16-byte aligned
 // (kVec), else 8 scalar stores. Rows are numbered in the accumulator's order: (b, h, i) for dense
 // calls (n1 = Hq, n2 = Tq; dq strides s0, s1, s2 = sb, sh, sr) and (row, h) for variable-length
-// ones (n0 = 1, n1 = N, n2 = Hq; strides 0, sr, sh). kSame: dq is laid out as the accumulator, so
-// element e goes to dst + e, without the general path's 64-bit divisions (H100, the training
-// step's kernel timeline: B4 H32 T4096 D128 177.5 us against 188.0, B16 H12 T1024 D64 36.3
-// against 36.7, of which 14-49 us are its early start waiting for the backward's end).
+// ones (n0 = 1, n1 = N, n2 = Hq; strides 0, sr, sh). kSame: dq in the accumulator's layout, element
+// e to dst + e, no 64-bit divisions (H100: D128 177.5 us against 188.0, D64 36.3 against 36.7).
 template <bool kBf16, bool kVec, bool kSame = false>
 __global__ void mma_dq_cast_kernel(const float* src, uint16_t* dst, int64_t n8, int d8, int64_t n1,
                                    int64_t n2, int64_t s0, int64_t s1, int64_t s2) {
@@ -744,24 +742,21 @@ void mma_backward_kv(const FlashParams& p, const float* l2buf, const float* dlbu
 }
 
 // dq from the float accumulator p.dq_acc (mma_dq_cast_kernel), through p.dq's strides.
-// Note [Flash sm90 backward dq cast]: measured and not kept (session 13, H100, head dim 64 B16 H12
-// T1024 causal forward+backward 331-334 us a step with this cast): the cast fused into the sm90
-// backward. Idle producer warps
-// issued the dQ reduce-adds, awaited their completion, counted each query tile's key-tile
-// contributors with an acquire / release add in a per-stream counter array, and the last
-// contributor cast the tile. The reduce-adds by warp 1 alone (the counts and casts left out): 309
-// us with no cast kernel, the whole gain in reach. With the counts (no casts) 357; with both 462
-// (the tile's L2 prefetched into L1 first, 461; in one warp with the reduce-adds, 521; B1 H24 T2048
-// D64 329 against 172). A block cannot end before its last count and cast, and the per-tile adds
-// with their fences held the counting warp longer than a tile takes.
-// Session 14, group by group instead (2 B Hq + 1 counters after dq_acc, zeroed by the pre-pass):
-// each consumer leader added to its group's count once its reduce-adds had completed, and an idle
-// producer warp of any later block claimed 64-row tiles of the lowest complete group while its
-// consumers had at least R tiles left (TMA load of the floats, cast in shared memory, TMA store);
-// this cast skipped the claimed tiles. It reached every group but the last (2816 of 3072 tiles;
-// B8 H16 T2048 3840 of 4096), but the step went 333-341 -> 345-351 us (R 1-10): the main kernel
-// 204 -> 218-222 us (Note [Flash sm90 backward L2]), while this cast's exposed time fell only
-// 27 -> 21 us. The counts alone cost 3-4 us.
+// Note [Flash sm90 backward dq cast]: measured and not kept (H100, head dim 64 B16 H12 T1024 causal
+// forward+backward, us a step). Session 13 (331-334 with this cast): the cast fused into the sm90
+// backward; idle producer warps issued the dQ reduce-adds, awaited them, counted each query tile's
+// contributors (acquire / release adds in a per-stream counter array), and the last one cast the
+// tile. Reduce-adds by warp 1 alone (no counts, no casts, no cast kernel) 309, the gain in reach;
+// with the counts 357; with both 462 (L2 prefetched into L1 first 461; in one warp with the
+// reduce-adds 521; B1 H24 T2048 329 against 172): a block cannot end before its last count and
+// cast, and the per-tile adds and fences held the warp longer than a tile takes. Session 14, group
+// by group (2 B Hq + 1 counters after dq_acc, zeroed by the pre-pass): each consumer leader counted
+// its group once its reduce-adds completed, and an idle producer warp of a later block claimed
+// 64-row tiles of the lowest complete group while its consumers had R or more tiles left (TMA load,
+// cast in shared memory, TMA store); this cast skipped them. It reached all groups but the last
+// (2816 of 3072 tiles; B8 H16 T2048 3840 of 4096), but the step went 333-341 -> 345-351 (R 1-10):
+// the main kernel 204 -> 218-222 (Note [Flash sm90 backward L2]) while this cast's exposed time
+// fell 27 -> 21. The counts alone cost 3-4.
 template <class T>
 void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream, bool pdl = false) {
   constexpr bool kBf16 = std::is_same_v<T, BFloat16>;
@@ -776,8 +771,7 @@ void mma_dq_cast(const FlashParams& p, int64_t rows, gpuStream_t stream, bool pd
   // pdl: the blocks may start while the previous kernel (the sm90 backward) ends; they wait.
   const PdlConfig c(grid, dim3(256), 0, stream, pdl);
   const float* src = p.dq_acc;
-  // dq in the accumulator's layout: rows d apart in the order above (a single outer index n0
-  // needs no s0).
+  // dq in the accumulator's layout: rows d apart in the order above (one outer index: any s0).
   const bool same = s2 == p.d && s1 == n2 * p.d && (rows <= n1 * n2 || s0 == n1 * n2 * p.d);
   if (same && reinterpret_cast<uintptr_t>(dst) % 16 == 0)
     pdl_launch(c, mma_dq_cast_kernel<kBf16, true, true>, src, dst, n8, d8, n1, n2, s0, s1, s2);
