@@ -524,14 +524,17 @@ struct Shapes {
   using S7 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 1, kD == 64 ? 1 : 0>;
   using S8 = BwdCfg<kD, kC, kLateStages, kMinBlocks, 2, true, 1, kD == 64 ? 3 : 0>;
 };
-// D64: 1 consumer warpgroup of 64 keys, 2 blocks an SM; D128: 2 sharing Q / dO, 1 block an SM.
+// Shapes 0-8: at D64 one consumer warpgroup of 64 keys, 2 blocks an SM; at D128 two sharing
+// Q / dO, 1 block an SM. Shapes 4, 9-12 (D64 only): two warpgroups, 1 block an SM.
 using Shapes64 = Shapes<64, 1, 2, 3>;
 using Shapes128 = Shapes<128, 2, 1, 2>;
-using Cfg64Two = BwdCfg<64, 2, 3, 1>;
-using Cfg64TwoLate = BwdCfg<64, 2, 3, 1, 2, true, 1>;
-using Cfg64TwoLateA = BwdCfg<64, 2, 3, 1, 2, true, 1, 3>;
-using Cfg64TwoLateA2 = BwdCfg<64, 2, 3, 1, 2, true, 2, 3>;
-using Cfg64TwoLateA4 = BwdCfg<64, 2, 4, 1, 2, true, 1, 3>;
+struct Two64 {
+  using S4 = BwdCfg<64, 2, 3, 1>;
+  using S9 = BwdCfg<64, 2, 3, 1, 2, true, 1>;
+  using S10 = BwdCfg<64, 2, 3, 1, 2, true, 1, 3>;
+  using S11 = BwdCfg<64, 2, 3, 1, 2, true, 2, 3>;
+  using S12 = BwdCfg<64, 2, 4, 1, 2, true, 1, 3>;
+};
 
 int env_digit(const char* name, int fallback, int max) {
   const char* e = std::getenv(name);
@@ -672,12 +675,21 @@ template <bool kBf16>
 bool launch_cfg(const FlashParams& p, cudaStream_t stream, const float* l2, const float* dl,
                 int64_t pad, int dev) {
   if (p.d == 128) return launch_shape<kBf16, Shapes128>(bwd128_cfg(), p, stream, l2, dl, pad, dev);
-  if (bwd_cfg() == 4) return launch<kBf16, Cfg64Two>(p, stream, l2, dl, pad, dev);
-  if (bwd_cfg() == 9) return launch<kBf16, Cfg64TwoLate>(p, stream, l2, dl, pad, dev);
-  if (bwd_cfg() == 10) return launch<kBf16, Cfg64TwoLateA>(p, stream, l2, dl, pad, dev);
-  if (bwd_cfg() == 11) return launch<kBf16, Cfg64TwoLateA2>(p, stream, l2, dl, pad, dev);
-  if (bwd_cfg() == 12) return launch<kBf16, Cfg64TwoLateA4>(p, stream, l2, dl, pad, dev);
-  return launch_shape<kBf16, Shapes64>(bwd_cfg(), p, stream, l2, dl, pad, dev);
+  const int cfg = bwd_cfg();
+  switch (cfg) {
+    case 4:
+      return launch<kBf16, Two64::S4>(p, stream, l2, dl, pad, dev);
+    case 9:
+      return launch<kBf16, Two64::S9>(p, stream, l2, dl, pad, dev);
+    case 10:
+      return launch<kBf16, Two64::S10>(p, stream, l2, dl, pad, dev);
+    case 11:
+      return launch<kBf16, Two64::S11>(p, stream, l2, dl, pad, dev);
+    case 12:
+      return launch<kBf16, Two64::S12>(p, stream, l2, dl, pad, dev);
+    default:
+      return launch_shape<kBf16, Shapes64>(cfg, p, stream, l2, dl, pad, dev);
+  }
 }
 
 }  // namespace
