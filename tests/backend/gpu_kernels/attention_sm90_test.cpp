@@ -449,11 +449,11 @@ TEST(FlashAttentionSm90, BackwardGridOrderMatchesFlashMma) {
                               27);
 }
 
-// Every backward kernel shape (KILN_FLASH_SM90_BWD_CFG / _BWD128_CFG indices 0-8 in
+// Every backward kernel shape (KILN_FLASH_SM90_BWD_CFG / _BWD128_CFG indices 0-12 in
 // flash_sm90_bwd.cu: product orders, stage counts, the late dQ reduce-add with one or two staging
 // buffers, two consumer warpgroups at head dim 64, K / V as register A fragments) against
 // flash_mma's backward: lengths that are not multiples of the tiles, tq != tk, more blocks than a
-// wave, causal and not.
+// wave, causal and not, causal with key blocks past every query (their dK / dV are zero).
 TEST(FlashAttentionSm90, BackwardEveryShape) {
   KILN_NEED_SM90();
   ASSERT_NE(gpu::flash::sm90_set_backward_cfg, nullptr);
@@ -462,9 +462,12 @@ TEST(FlashAttentionSm90, BackwardEveryShape) {
   uint64_t seed = 40;
   for (auto [c64, c128] : shapes) {
     gpu::flash::sm90_set_backward_cfg(c64, c128);
-    expect_backward_matches_mma(
-        {{1, 3, 3, 300, 300, true}, {2, 2, 2, 200, 333, false}, {1, 9, 9, 1100, 1000, true}},
-        seed += 10, " cfg " + std::to_string(c64) + " / " + std::to_string(c128));
+    expect_backward_matches_mma({{1, 3, 3, 300, 300, true},
+                                 {2, 2, 2, 200, 333, false},
+                                 {1, 9, 9, 1100, 1000, true},
+                                 {1, 2, 2, 150, 400, true}},
+                                seed += 10,
+                                " cfg " + std::to_string(c64) + " / " + std::to_string(c128));
   }
   gpu::flash::sm90_set_backward_cfg(-1, -1);
 }
