@@ -152,7 +152,19 @@ __device__ inline uint64_t desc_add(uint64_t d, uint32_t bytes) { return d + (by
 // B8 H16 T2048 causal 674.2-679.2 / 663.0-672.1 / 658.1-669.4, B1 H24 T2048 causal 144.9-150.1 /
 // 146.4-150.3 / 144.7-148.3, B4 H16 T1024 non-causal 174.4-175.4 / 169.7-171.4 / 167.2-172.7, B2
 // H8 T4096 causal 323.7-326.3 / 308.7-312.5 / 311.0-313.2. Not measured on the faster kind, where
-// the reduce-adds do not bound shape 8. Next: clusters of two blocks summing dQ in distributed
-// shared memory before one reduce-add (a quarter of shape 8's).
+// the reduce-adds do not bound shape 8.
+//
+// Session 16, tried and not kept: clusters of two blocks (adjacent 128-key blocks of one (batch,
+// head)) summing dQ before one reduce-add per 256 keys. Each block kept half of dQ's columns: its
+// other warpgroup sent its half to the peer by a bulk copy into the peer's shared memory
+// (cp.async.bulk shared::cluster, completing on the peer's mbarrier), and the receiving warpgroup
+// added it before its reduce-add; rank 0 walked the query tiles both blocks see first and its own
+// causal ones after. Correct (the shape tests), but slower: forward + backward us, 3 interleaved
+// passes against shapes 12 / 6, B16 H12 T1024 D64 causal 393-397 against 320-323, B4 H16 T1024 D64
+// non-causal 208-214 against 170-175, B4 H32 T4096 D128 causal 4405-4572 against 3718-3811. The
+// same kernel in clusters with the pairing off took 348-351 / 180 us: cluster launches alone cost
+// more than the saved reduce-adds. A first version with cluster-scope release / acquire per thread
+// (remote mbarrier arrives, ld.shared::cluster) compiled to a GPU-wide MEMBAR per arrive and an L1
+// invalidation per wait, and ran 551 us.
 
 }  // namespace kiln::gpu::flash::sm90

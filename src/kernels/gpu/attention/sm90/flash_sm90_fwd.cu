@@ -112,12 +112,12 @@ using namespace sm90;
 // -> 80.3-80.7. Not kept: 16-byte stores by asm after the release, 82.1-84.0; the last (masked) key
 // tile first, 81.4-82.9 against 79.5-81.2 (D128 B2 H16 T2048: 85.3-91.9 against 78.2-82.8). Session
 // 15 (H100, us): P V of tile t - 1 left running through the softmax of tile t. ptxas moves a
-// warpgroup wait to the top of its basic block; a loop run once (count from the row sums) ends the
-// block below the exponentials (a predicated wait or a never-taken trap serialize every wgmma); P
-// in two register sets needs over 136 registers. Wait below the exponentials: D64 B16 H12
-// T1024 85.7-86.9 against 78.1-78.5, B8 H16 T2048 195-196 against 174-175, D128 B4 H32 T4096
-// 862-867 against 860-865; with P through shared memory (stmatrix into the warpgroup's Q rows, P V
-// reading it by descriptor) 80.3-81.2 | 179.5-181.5. The SM's shared pipes bound it, not a chain.
+// warpgroup wait to the top of its basic block; a loop run once (count from the row sums) ends it
+// below the exponentials (a predicated wait or a never-taken trap serialize every wgmma); P in two
+// register sets needs over 136 registers. Wait below the exponentials: D64 85.7-86.9 against
+// 78.1-78.5, B8 H16 T2048 195-196 against 174-175, D128 862-867 against 860-865; P through shared
+// memory 80.3-81.2 | 179.5-181.5. The SM's shared pipes bound it, not a chain, nor the loads
+// (session 16: half the K / V loads left out 77.1-78.6 against 78.6-79.4, D128 800-833 / 856-898).
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
