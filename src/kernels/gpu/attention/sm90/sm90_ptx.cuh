@@ -76,39 +76,6 @@ __device__ inline void tma_load_4d_once(uint32_t dst, const void* map, uint32_t 
       "l"(l2_evict_first())
       : "memory");
 }
-// The same box delivered to the shared memory (same offsets, same mbarrier offset) of every
-// block of the cluster named in cta_mask.
-__device__ inline void tma_load_4d_multicast(uint32_t dst, const void* map, uint32_t bar, int c0,
-                                             int c1, int c2, int c3, uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
-      "cluster [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar),
-      "h"(cta_mask)
-      : "memory");
-}
-// Arrives `count` times on a local mbarrier.
-__device__ inline void mbar_arrive_n(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-// Arrives on the mbarrier at the same shared-memory offset in block `cta` of the cluster.
-__device__ inline void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
-__device__ inline uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every thread of every block of the cluster (release / acquire).
-__device__ inline void cluster_sync() {
-  asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
-}
-
 __device__ inline void tma_prefetch_map(const void* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -413,11 +380,6 @@ __device__ inline void bulk_commit() { asm volatile("cp.async.bulk.commit_group;
 template <int kN>
 __device__ inline void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kN) : "memory");
-}
-// Waits until at most kN bulk groups are incomplete.
-template <int kN>
-__device__ inline void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kN) : "memory");
 }
 
 // Shared by the forward and the backward: -inf, exp2 on the MUFU unit, two floats packed into
