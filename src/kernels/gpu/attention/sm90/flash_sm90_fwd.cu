@@ -42,82 +42,13 @@ using namespace sm90;
 // r at c ^ (r % 8)), the layout wgmma's SW128 descriptors read: K-major operands step 32 bytes per
 // k16 inside a 64-element chunk (stride between 8-row groups 1024 bytes); V (N-major) steps 16 rows
 // = 2048 bytes per k16, its 64-column chunks kBk 128 bytes apart (the leading byte offset). The
-// output goes through the warpgroup's (then unused) Q rows in shared memory and leaves as 16-byte
-// row chunks. Causal calls stop at the block's diagonal and mask only tiles that cross it. Softmax
-// runs in the log2 domain with the scale folded into the exponent (scale > 0 only). Semantics
-// match flash_mma.cuh: causal is top-left aligned (key j seen by row i iff j <= i), rows without
-// keys give 0 and lse = -inf.
+// output is normalized (rcp.approx; lse by lg2.approx), staged in shared memory by stmatrix and
+// leaves by TMA (kTmaO) or as 16-byte row chunks. Causal calls stop at the block's diagonal and
+// mask only tiles that cross it. Softmax runs in the log2 domain with the scale folded into the
+// exponent (scale > 0 only). Semantics match flash_mma.cuh: causal is top-left aligned (key j seen
+// by row i iff j <= i), rows without keys give 0 and lse = -inf.
 //
-// Measured on an H100, causal bf16: bench/run_attention_bench.sh in-stream TFLOP/s
-// (KILN_FLASH_SM90_CFG variants, 2-3 passes, PyTorch 2.11 / cuDNN in the same run) and ncu kernel
-// times (--clock-control none). Session 7, B16 H12 T1024 D64 | B4 H32 T4096 D128:
-//   final run: defaults 307.5-310.8 (86.6-87.3 us) | 597.0-599.9 (912-915 us), session 6 defaults
-//   289.8-291.6 (92.0-92.9 us) | 588.1-594.3 (926-931 us), cuDNN 300.4-304.8 (83.3-84.1 us) |
-//   568.3-593.7 (921-929 us); a later run: defaults 312.4-314.0 | 603.9-610.5 (908-911 us), cuDNN
-//   304.7-308.5 | 587.8-599.1. The SASS of both session 6 defaults showed the P V wait above the
-//   exponentials (see above). Forcing it below them ("kSplit", removed: a spin on a completed
-//   mbarrier phase, in a branch on the row sums so the exponentials cannot sink past it) was
-//   slower: 291-297 vs 300-301 (89.6-90.4 us vs 88.4) | 581-586 vs 587-589 (942 us vs 937).
-//   O out by TMA stores from the staged rows (Q buffer released at the next work tile; removed):
-//   276-280 vs 293 | 548 vs 582. D64 kBk 128, 1 consumer, 2 blocks/SM (with or without kQReg):
-//   188-191. D128 3 stages + 1 Q buffer: 568-572 (974 us vs 937). kDeferO: 303-305 vs 292-296
-//   (87.8 vs 90.3 us) | 604-606 vs 601-605 (911 vs 916 us). kChain alone: 304-305 | 586-587 (930 vs
-//   925 us); kDeferO + kChain (D64 default) 308-313 (85.4-86.3 us), + kQEarly 309-311 (86.0 us);
-//   D128 kLazy + kDeferO 596-597 (924 us), + kChain 603-605 (911 us), + kQEarly 605-607 (907 us),
-//   + kQReg (D128 default, 32 more registers of Q fragments, no spills) 608 (901-905 us); kQReg +
-//   kDeferO alone 602-604 (914 us). The last P V issued before the waits for the next work tile's
-//   Q and K, with that Q loaded after the last V (removed): 308-311 | 603-606, no better. ncu of
-//   the session 6 D128 default: tensor pipe 67% of cycles, issue slots 39% busy, 0.58 eligible
-//   warps per scheduler; D64: tensor 34%, issue 48%, 0.88. Row sums of P by the tensor core at
-//   D64 (an m64n8 product of each P fragment with a 16-bit ones tile, rescaled with O, instead of
-//   32 FADDs a key tile; removed): 304.3-307.2 vs 309.3-310.1 (88.1 vs 86.9 us), the extra wgmma
-//   issues cost more than the adds.
-// Session 6 (cuDNN 305-309 | 586-594, 83.6 | 917 us):
-//   B16 H12 T1024 D64 (before: 1 consumer, 3 blocks/SM, non-persistent, 273-276, 94.6 us):
-//     persistent 284 (93.8 us); + kQReg 294 (91.1 us); + kLazy + descriptors made once 294-297
-//     (90.2-91.5 us); + kEarly 300 (89.7 us); balanced-tree max / sum ("kTree", removed in session
-//     7) 291-297; S of tile t + 1 issued before the softmax of tile t in a second register set
-//     (2 blocks/SM, 232 registers) 243-250, 3 blocks/SM serialized by ptxas 260, 2 consumers 224;
-//     2 consumers x 2 blocks/SM (48 bytes spilled) 276-289; 1 consumer x 4 blocks/SM (spills) 296;
-//     2 consumers ping-pong kBk 128, 1 block/SM 228-235. ncu: issue slots 51% busy, tensor 32%,
-//     MUFU 40%, L2 6.5 TB/s (55%); stalls per issued instruction: wait 1.5, long scoreboard 1.0.
-//   B4 H32 T4096 D128: 2 consumers ping-pong kBk 128, 1 block/SM: non-persistent 3 stages 575-585
-//     (945 us), persistent 2 stages 575-593, + kEarly 584 (942 us), with kLazy 572-580 (959 us),
-//     kTree 582, no ping-pong 585-587. Earlier (H200): kBk 64 482-488; clusters of 2 multicasting
-//     K/V halves 432 (D64: 150).
-// Session 9 (H100): D64 kBk 128 with one consumer at 2 blocks/SM, with or without kQReg and the
-// session 7 features (no spills, no wgmma serialization): 101-103 us against 86 (ncu), 258-261
-// TFLOP/s against 312; 1 consumer at 4 blocks/SM (2 stages, 104 registers) spills and serializes
-// every wgmma. Two consumers sharing kBk 128 tiles at 1 block/SM (the D128 default's shape, with or
-// without ping-pong, 2 or 3 stages): 111-114 us against 88. Under sustained load
-// (bench/run_attention_bench.sh with KILN_BENCH_WARMUP_S=1, kernel timelines from
-// KILN_BENCH_TRACE=1) this kernel slows from 81-83 to 88.5 us a call while cuDNN's stays at 82.4:
-// at the H100's power cap it does less work per joule than cuDNN's. ptxas: 168 registers at entry
-// at 1 block/SM (consumers 240), 80 at 3 (136). Session 12 (H100; bench/gpu_attention_shapes fwd,
-// interleaved with the defaults in one device call; B16 H12 T1024 D64 causal, defaults 82.5-84.5
-// us, before the changes kept below). Time follows neither the MUFU nor the add count (SASS: 266
-// instructions a key tile, 34 MUFU, 36 FADD): row sums by P V itself (m64n72 against V plus a ones
-// tile, l from O's columns 64-71) 82.0-83.2; with P = ex2.approx.bf16x2 of packed exponents (half
-// the MUFU work) 84.8-85.2; a degree-4 polynomial 2^x on the FMA pipe for 1, 2, 3 of P's 8 column
-// blocks 84.8-85.1, 89.4-90.2, 93.3. One block of independent consumer warpgroups (a producer warp
-// each, more registers): 3 at 160 registers 88.4-90.0, 4 at 112 (no kQReg, no kChain) 83.7-84.5, 3
-// with kBk 128 89.8-91.3. Non-causal B1 H3 T8192 (three warpgroups an SM) runs 113-120 us in every
-// variant (430-456 TFLOP/s; cuDNN 146-149); one warpgroup alone on an SM: 555 ns a 64-key tile, 890
-// with three. Leaving parts out priced the work tiles: the epilogue's global stores 4.7 us (each
-// 16-byte row chunk compiled to four 4-byte STGs, and the proxy fence's MEMBAR waits for them),
-// lse's stores 1.3, the masks 3. Kept: O by TMA stores from its own staging buffer
-// (kTmaO) 80.4-81.8 against 82.2-83.2 (D128 causal B1 H8 T4096 / B2 H16 T2048 / B4 H16
-// T1024: 71.1-72.0 / 77.3-78.3 / 43.4-43.8 against 71.6-73.4 / 78.7-80.0 / 44.6-45.3); one compare
-// an element in the masks 80.0-81.2 -> 79.4-80.6; lse stored after the Q buffer's release 80.9-81.7
-// -> 80.3-80.7. Not kept: 16-byte stores by asm after the release, 82.1-84.0; the last (masked) key
-// tile first, 81.4-82.9 against 79.5-81.2 (D128 B2 H16 T2048: 85.3-91.9 against 78.2-82.8). Session
-// 15 (H100, us): P V of tile t - 1 left running through the softmax of tile t. ptxas moves a
-// warpgroup wait to the top of its basic block; a loop run once (count from the row sums) ends it
-// below the exponentials (a predicated wait or a never-taken trap serialize every wgmma); P in two
-// register sets needs over 136 registers. Wait below the exponentials: D64 85.7-86.9 against
-// 78.1-78.5, B8 H16 T2048 195-196 against 174-175, D128 862-867 against 860-865; P through shared
-// memory 80.3-81.2 | 179.5-181.5. The SM's shared pipes bound it, not a chain, nor the loads
-// (session 16: half the K / V loads left out 77.1-78.6 against 78.6-79.4, D128 800-833 / 856-898).
+// Measured shapes and features, kept and not, session by session: docs/notes/flash_sm90_forward.md.
 //
 // One kernel shape: key tile kBk, kStages K/V buffers, kConsumers consumer warpgroups of 64 query
 // rows, kMinBlocks blocks per SM (several blocks let one block's start and end overlap another's
@@ -130,9 +61,10 @@ using namespace sm90;
 // O rescale. kEarly: the next key tile's barriers are tested before the softmax, waited on if not.
 // kDeferO: O is rescaled for tile t - 1 after S_t is issued (it runs meanwhile) and before P_{t-1}
 // V_{t-1} (FlashAttention-3's order), not between the wait for P V and the next issue. kChain (2 Q
-// buffers): the next work tile's S_0 is issued with the last P V of this one and runs during the
-// epilogue. kQEarly (2 Q buffers): the producer loads the next work tile's Q right after this one's
-// last K, not after the next one's first K (kChain needs it then). kTmaO: above.
+// buffers): the next work tile's S_0 is issued with the last P V of this one (without ping-pong
+// after it, once the next Q's fragments are loaded) and runs during the epilogue. kQEarly (2 Q
+// buffers): the producer loads the next work tile's Q right after this one's last K, not after the
+// next one's first K (kChain needs it then). kTmaO: above.
 template <int kD_, int kBk_, int kStages_, int kConsumers_, int kMinBlocks_, bool kPingPong_,
           bool kPersist_ = false, int kQBufs_ = 1, bool kQReg_ = false, bool kLazy_ = false,
           bool kEarly_ = false, bool kDeferO_ = false, bool kChain_ = false, bool kQEarly_ = false,
@@ -258,13 +190,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       auto load_q = [&](int rq, int w) {
         const int qb = rq % C::kQBufs, qu = rq / C::kQBufs;
         if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
-        ss.set_q_tile(rq, w);
         if (w >= sc.items) {
+          ss.set_q_tile(rq, make_int4(w, 0, 0, 0));
           mbar_arrive(q_full(qb));
           return;
         }
         int qt, bh;
         fwd_decode(sc, w, qt, bh);
+        ss.set_q_tile(rq, make_int4(w, qt, bh % p.hq, bh / p.hq));
         mbar_arrive_expect_tx(q_full(qb), C::kQBytes);
         for (int c = 0; c < kChunks; ++c)
           tma_load_4d_once(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, qt * kBq, bh % p.hq,
@@ -296,7 +229,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(v_buf(s) + c * kBk * 128, &mv, v_full(s), c * 64, t * kBk, hk, b);
         }
-        w = C::kQEarly ? ss.q_tile_of(r + 1) : fwd_sched_take(ss, r);
+        w = C::kQEarly ? ss.q_tile_of(r + 1).x : fwd_sched_take(ss, r);
       }
     }
   } else {
@@ -434,11 +367,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     };
     auto load_tile = [&](int rr, Tile& tl) {  // waits for round rr's Q and its work tile
       mbar_wait(q_full(rr % C::kQBufs), (rr / C::kQBufs) & 1);
-      const int w = ss.q_tile_of(rr);
-      if (w >= sc.items) return false;
-      int qt, bh;
-      fwd_decode(sc, w, qt, bh);
-      tl = Tile{bh % p.hq, bh / p.hq, qt * kBq, tiles_of(qt * kBq), rr % C::kQBufs, rr};
+      const int4 qt = ss.q_tile_of(rr);  // {w, query tile, head, batch}
+      if (qt.x >= sc.items) return false;
+      tl = Tile{qt.z, qt.w, qt.y * kBq, tiles_of(qt.y * kBq), rr % C::kQBufs, rr};
       return true;
     };
     // What issue_s reads of tile tl's Q (landed: load_tile), descriptor or kQReg fragments.
@@ -537,20 +468,27 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       // the epilogue (the next tile's Q is in the other buffer). After the last work tile it is
       // issued all the same (on stale K and Q, its result dropped): wgmma under a branch would
       // be serialized by ptxas.
+      // Without ping-pong the last P V goes out first: the next tile's Q loads while it runs.
+      constexpr bool kPvFirst = C::kChain && !C::kPingPong;
       Tile nx;
       bool more = false;
-      if constexpr (C::kChain) {
+      auto next_q = [&]() {
         more = load_tile(tl.r + 1, nx);
         if (more) {
           open_q(nx);
           if (!rk) wait_k(cur);
         }
-      }
+      };
+      if constexpr (C::kChain && !kPvFirst) next_q();
       if (!rv) wait_v(prev);
       turn_wait();
       if constexpr (C::kDeferO) rescale_o();
       wgmma_fence();
       issue_pv(prev);
+      if constexpr (kPvFirst) {
+        next_q();
+        wgmma_fence();  // the Q fragments
+      }
       if constexpr (C::kChain) issue_s(cur, s);
       turn_pass();
       if constexpr (C::kChain)
@@ -573,30 +511,39 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
         wg_sync();
       }
-      float lv[2];  // lse, stored last (a proxy fence waits for earlier global stores)
+      float inv[2], lv[2];  // 1 / l; lse, stored last (a proxy fence waits for earlier stores)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float ll = l[e];
         ll += warp_shfl_xor(ll, 1);
         ll += warp_shfl_xor(ll, 2);
-        const int row = row0 + 8 * e;
-        const float inv = ll > 0.0f ? 1.0f / ll : 0.0f;
-        if (staged || by_tma) {
-          const int rb = row - i0;  // row in the block; rb % 8 == g
+        inv[e] = ll > 0.0f ? rcp_approx(ll) : 0.0f;
+        lv[e] = ll > 0.0f ? (m[e] + log2_approx(ll)) * 0.6931471805599453f : neg_inf();
+      }
+      auto o_pair = [&](int n, int e) {
+        return pack2<kBf16>(o[4 * n + 2 * e] * inv[e], o[4 * n + 2 * e + 1] * inv[e]);
+      };
+      if (staged || by_tma) {
+        // stmatrix call c: matrix j is column chunk n = 2 c + j / 2 of row half j % 2; lanes 8 j
+        // .. 8 j + 7 give its rows (rb: in the block).
+        const int j = lane >> 3, rb = cw * 64 + wi * 16 + 8 * (j & 1) + (lane & 7);
 #pragma unroll
-          for (int n = 0; n < kD / 8; ++n) {
-            const uint32_t a = sq + (n / 8) * kBq * 128 + rb * 128 + (((n % 8) ^ g) * 16) + tq4 * 4;
-            const uint32_t v = pack2<kBf16>(o[4 * n + 2 * e] * inv, o[4 * n + 2 * e + 1] * inv);
-            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
-          }
-        } else if (row < lq) {
+        for (int c = 0; c < kD / 16; ++c) {
+          const uint32_t r[4] = {o_pair(2 * c, 0), o_pair(2 * c, 1), o_pair(2 * c + 1, 0),
+                                 o_pair(2 * c + 1, 1)};
+          const int n = 2 * c + (j >> 1);
+          stsm_x4(sq + (n / 8) * kBq * 128 + rb * 128 + (((n % 8) ^ (rb & 7)) * 16), r);
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int row = row0 + 8 * e;
+          if (row >= lq) continue;
           uint16_t* orow = out + row * p.o_sr;
 #pragma unroll
           for (int n = 0; n < kD / 8; ++n)
-            *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tq4) =
-                pack2<kBf16>(o[4 * n + 2 * e] * inv, o[4 * n + 2 * e + 1] * inv);
+            *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tq4) = o_pair(n, e);
         }
-        lv[e] = ll > 0.0f ? (m[e] + log2f(ll)) * 0.6931471805599453f : neg_inf();
       }
       if (by_tma) {
         fence_proxy_async();  // the staged rows, for the TMA unit's reads
@@ -649,11 +596,11 @@ std::atomic<bool> g_enabled{[] {
 }()};
 
 // Kernel shapes (KILN_FLASH_SM90_CFG=0..99 or sm90_set_forward_cfg picks one for tuning runs and
-// tests; default kDefaultCfg*), measured in Note [Flash sm90 forward]: FwdCfg<kD, kBk, kStages,
-// kConsumers, kMinBlocks, kPingPong, kPersist, kQBufs, kQReg, kLazy, kEarly, kDeferO, kChain,
-// kQEarly, kTmaO>. Defaults (index 0): D64 1 consumer, 3 blocks/SM, persistent, Q in registers,
-// lazy rescale, early barrier tests, deferred O rescale, chained work tiles, O by TMA; D128 2
-// consumers ping-pong, persistent, 2 stages, the same plus the early Q load. Index 1: the
+// tests; default kDefaultCfg*), measured in docs/notes/flash_sm90_forward.md: FwdCfg<kD, kBk,
+// kStages, kConsumers, kMinBlocks, kPingPong, kPersist, kQBufs, kQReg, kLazy, kEarly, kDeferO,
+// kChain, kQEarly, kTmaO>. Defaults (index 0): D64 1 consumer, 3 blocks/SM, persistent, Q in
+// registers, lazy rescale, early barrier tests, deferred O rescale, chained work tiles, O by TMA;
+// D128 2 consumers ping-pong, persistent, 2 stages, the same plus the early Q load. Index 1: the
 // non-persistent shape of the earlier sessions; 2: the defaults of session 6; then the steps
 // between; 5 (D64) and 6 (D128): the defaults of sessions 7-11 (no kTmaO).
 using D64Cfgs =

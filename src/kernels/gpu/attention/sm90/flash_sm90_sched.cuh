@@ -17,19 +17,19 @@ namespace kiln::gpu::flash {
 // snake over rounds of G, heavy and light tiles alternating). A non-persistent grid has one tile
 // per block (G = the tile count, no counter). In the block a scheduler thread takes the tiles (the
 // counter's latency off the producer's path) and hands each to the producer through `next` (one
-// ahead); the producer tells the consumers each round's tile with its Q (q_tile, per Q buffer).
-// H100, bench/gpu_attention_shapes, three passes interleaved with KILN_FLASH_SM90_DYNAMIC=0 (the
-// snake), causal bf16 forward: B16 H12 T1024 D64 81.95-82.33 -> 80.14-80.61 us, B4 H32 T4096 D128
-// 898.9-934.0 -> 871.2-900.4; forward + backward 332.4-333.5 -> 331.8-332.3 and 3837-3848 ->
-// 3820-3825. A list-scheduling model of the D64 tiles (3 warpgroups an SM sharing it) had put the
-// snake's cost at 7%: blocks that share an SM absorb most of an imbalance between them. Then groups
-// of two waves, equal in size, instead of one wave (the last group the remainder), three passes
-// (us, causal forward, old -> new): B16 H12 T1024 D64 79.5-81.4 -> 78.2-78.6, B8 H16 T2048 D64
-// 179.7-181.9 -> 175.2-176.2, B1 H24 T2048 D64 59.1-59.7 -> 45.2-46.4, B4 H32 T4096 D128 866-892 ->
-// 851-869, B2 H16 T2048 D128 81.7-83.6 -> 74.6-74.7, B1 H8 T4096 D128 97.0-97.4 -> 74.4-75.0;
-// non-causal unchanged (D64 B16 H12 T1024 123.9-124.9 -> 124.3-124.5). Whole-call groups at B16 H12
-// T1024 D64: 95 us (L2 misses). The producer thread (24 registers) now spills a few words a key
-// tile; the spills sit between its barrier waits.
+// ahead); the producer tells the consumers each round's tile, decoded, with its Q (q_tile, per Q
+// buffer). H100, bench/gpu_attention_shapes, three passes interleaved with
+// KILN_FLASH_SM90_DYNAMIC=0 (the snake), causal bf16 forward: B16 H12 T1024 D64 81.95-82.33
+// -> 80.14-80.61 us, B4 H32 T4096 D128 898.9-934.0 -> 871.2-900.4; forward + backward 332.4-333.5
+// -> 331.8-332.3 and 3837-3848 -> 3820-3825. A list-scheduling model of the D64 tiles (3 warpgroups
+// an SM sharing it) had put the snake's cost at 7%: blocks that share an SM absorb most of an
+// imbalance between them. Then groups of two waves, equal in size, instead of one wave (the last
+// group the remainder), three passes (us, causal forward, old -> new): B16 H12 T1024 D64 79.5-81.4
+// -> 78.2-78.6, B8 H16 T2048 D64 179.7-181.9 -> 175.2-176.2, B1 H24 T2048 D64 59.1-59.7
+// -> 45.2-46.4, B4 H32 T4096 D128 866-892 -> 851-869, B2 H16 T2048 D128 81.7-83.6 -> 74.6-74.7, B1
+// H8 T4096 D128 97.0-97.4 -> 74.4-75.0; non-causal unchanged (D64 B16 H12 T1024 123.9-124.9 ->
+// 124.3-124.5). Whole-call groups at B16 H12 T1024 D64: 95 us (L2 misses). The producer thread (24
+// registers) now spills a few words a key tile; the spills sit between its barrier waits.
 struct FwdSched {
   int nq;     // query tiles per (batch, head)
   int nbh;    // batch x heads
@@ -67,10 +67,24 @@ template <int kQBufs>
 struct FwdSchedSmem {
   uint64_t full, empty;  // mbarriers of `next` (one arrival each)
   int next;              // the next round's work tile, from the scheduler thread
-  int q_tile[kQBufs];    // the work tile of each Q buffer's round, from the producer
-  // Round r's work tile in its Q buffer's slot (volatile: other threads read it after a barrier).
-  __device__ void set_q_tile(int r, int w) { *static_cast<volatile int*>(&q_tile[r % kQBufs]) = w; }
-  __device__ int q_tile_of(int r) { return *static_cast<volatile int*>(&q_tile[r % kQBufs]); }
+  // Per Q buffer, from the producer: its round's work tile w, decoded (query tile, head, batch),
+  // so the consumers' path between two work tiles has no divisions.
+  int4 q_tile[kQBufs];
+  // Round r's tile in its Q buffer's slot (asm: other threads read it after a barrier).
+  __device__ void set_q_tile(int r, int4 t) {
+    asm volatile(
+        "st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(sm90::smem_u32(&q_tile[r % kQBufs])),
+        "r"(t.x), "r"(t.y), "r"(t.z), "r"(t.w)
+        : "memory");
+  }
+  __device__ int4 q_tile_of(int r) {
+    int4 t;
+    asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(t.x), "=r"(t.y), "=r"(t.z), "=r"(t.w)
+                 : "r"(sm90::smem_u32(&q_tile[r % kQBufs]))
+                 : "memory");
+    return t;
+  }
 };
 // The scheduler thread: the work tile of round r = 1, 2, ... into ss.next, each once the producer
 // has taken the one before; ends after the first past the last.

@@ -382,13 +382,24 @@ __device__ inline void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kN) : "memory");
 }
 
-// Shared by the forward and the backward: -inf, exp2 on the MUFU unit, two floats packed into
-// one register of two 16-bit values (bfloat16 or float16).
+// Shared by the forward and the backward: -inf, exp2 (log2, 1 / x) on the MUFU unit, two floats
+// packed into one register of two 16-bit values (bfloat16 or float16).
 __device__ inline float neg_inf() { return -__int_as_float(0x7f800000); }
 
 __device__ inline float exp2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ inline float log2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ inline float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
 
