@@ -124,6 +124,21 @@ __device__ inline void wgmma_pv(float (&o)[kD / 2], const uint32_t (&a)[4], uint
     wgmma_rs_n128<kBf16>(o, a, db, 1);
 }
 
+// The causal mask of a 64 x 64 tile on the diagonal (key j0 = the warpgroup's first row) for warp
+// kW (rows 16 kW + 8 e + g): column block n is all seen for n < 2 kW + e, none for n > 2 kW + e,
+// and columns 2 tq4 + b of n = 2 kW + e are seen for 2 tq4 + b <= g (kW fixed: no compares for
+// the whole blocks).
+template <int kW>
+__device__ inline void mask_diag64(float (&s)[32], int g, int tq4) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int nd = 2 * kW + r / 2;
+      if (n > nd || (n == nd && 2 * tq4 + (r & 1) > g)) s[4 * n + r] = neg_inf();
+    }
+}
+
 template <bool kBf16, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     sm90_fwd_kernel(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
@@ -290,7 +305,23 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     // against the updated running max; returns the factors that rescale the old O rows.
     auto softmax = [&](float(&s)[kBk / 2], int t, float(&al)[2]) {
       const int j0 = t * kBk;
-      if (j0 + kBk > lk || (p.causal && j0 + kBk - 1 > wg_row)) {
+      if (kBk == 64 && C::kConsumers == 1 && p.causal && j0 == wg_row && j0 + kBk <= lk) {
+        if constexpr (kBk == 64) {  // the diagonal tile: warp-uniform block masks
+          switch (wi) {
+            case 0:
+              mask_diag64<0>(s, g, tq4);
+              break;
+            case 1:
+              mask_diag64<1>(s, g, tq4);
+              break;
+            case 2:
+              mask_diag64<2>(s, g, tq4);
+              break;
+            default:
+              mask_diag64<3>(s, g, tq4);
+          }
+        }
+      } else if (j0 + kBk > lk || (p.causal && j0 + kBk - 1 > wg_row)) {
         // Column n * 8 + 2 tq4 + (r & 1) of row half r / 2 is masked from lim[r / 2] on (key end;
         // causal: past the row).
         const int klim = lk - j0 < kBk ? static_cast<int>(lk - j0) : kBk;
