@@ -240,6 +240,46 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
   gpu::flash::sm90_set_forward_cfg(-1);
 }
 
+// Scores that jump between key tiles: keys scaled by block of 64 (0.05, 2, 0.5, 12, 1, 14 times
+// a direction u that the queries follow or oppose), so a row's running max grows by 8 to 100
+// (log2 units) at some tiles and by over 128 at others, where exponentials against a stale max
+// would overflow (kLazy's rescale; docs/notes/flash_sm90_forward.md, session 17). Every forward
+// shape, bf16 and fp16, causal or not, against the float64 CPU kernel.
+TEST(FlashAttentionSm90, ForwardScoreJumps) {
+  KILN_NEED_SM90();
+  ASSERT_NE(gpu::flash::sm90_set_forward_cfg, nullptr);
+  const double mults[] = {0.05, 2.0, 0.5, 12.0, 1.0, 14.0};
+  const int64_t t = 384, h = 2;
+  std::vector<double> km(t), qs(t);
+  for (int64_t i = 0; i < t; ++i) {
+    km[i] = mults[i / 64];
+    qs[i] = i % 3 == 2 ? -1.0 : 1.0;
+  }
+  for (int64_t d : {64, 128}) {
+    Tensor u = rnd({1, 1, 1, d}, 900 + d);
+    Tensor q = from_vector(qs).reshape({1, 1, t, 1}) * u + rnd({1, h, t, d}, 901) * 0.1;
+    Tensor k = from_vector(km).reshape({1, 1, t, 1}) * u + rnd({1, h, t, d}, 902) * 0.1;
+    Tensor v = rnd({1, h, t, d}, 903);
+    for (int cfg = 0; cfg < (d == 64 ? 6 : 7); ++cfg) {
+      gpu::flash::sm90_set_forward_cfg(cfg);
+      for (DType dt : {kBFloat16, kFloat16})
+        for (bool causal : {true, false}) {
+          const std::string what = std::string(dtype_name(dt)) + " d" + std::to_string(d) +
+                                   " cfg " + std::to_string(cfg) + (causal ? " causal" : "");
+          auto [o, lse] = fused(q.to(kGpu, dt), k.to(kGpu, dt), v.to(kGpu, dt), causal);
+          EXPECT_STREQ(nn::attention_backend(), "flash_sm90") << what;
+          auto [ro, rl] =
+              fused(q.to(dt).to(kFloat64), k.to(dt).to(kFloat64), v.to(dt).to(kFloat64), causal);
+          EXPECT_TRUE(kiln::isfinite(cpu64(o)).all().item<bool>()) << what;
+          EXPECT_LT(rel(o, ro), dt == kBFloat16 ? 1.2e-2 : 3e-3) << what;
+          double worst = 0.0;
+          EXPECT_TRUE(lse_close(lse, rl, 2e-3, &worst)) << what << " lse off by " << worst;
+        }
+    }
+  }
+  gpu::flash::sm90_set_forward_cfg(-1);
+}
+
 // Many short work tiles (one or two key tiles each, more work tiles than resident blocks): the
 // persistent blocks run several rounds and the chained shapes issue each next work tile's first
 // product during the epilogue, across (batch, head) boundaries, GQA and single query rows
