@@ -201,32 +201,34 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       tma_prefetch_map(&mv);
       pdl_wait();  // a programmatic launch: the previous kernel's q / k / v are visible
       int it = 0;  // key tiles loaded so far (all work tiles): stage it % kStages
-      // Round rq's Q and work tile w (in ss.q_tile; w >= sc.items: none, the consumers stop).
-      auto load_q = [&](int rq, int w) {
+      // Work tile w decoded once: {w, query tile, head, batch} (w >= sc.items: none).
+      auto decode = [&](int w) {
+        if (w >= sc.items) return make_int4(w, 0, 0, 0);
+        int qt, bh;
+        fwd_decode(sc, w, qt, bh);
+        return make_int4(w, qt, bh % p.hq, bh / p.hq);
+      };
+      // Round rq's Q and work tile wt (in ss.q_tile; none: the consumers stop).
+      auto load_q = [&](int rq, int4 wt) {
         const int qb = rq % C::kQBufs, qu = rq / C::kQBufs;
         if (qu > 0) mbar_wait(q_empty(qb), (qu - 1) & 1);
-        if (w >= sc.items) {
-          ss.set_q_tile(rq, make_int4(w, 0, 0, 0));
+        ss.set_q_tile(rq, wt);
+        if (wt.x >= sc.items) {
           mbar_arrive(q_full(qb));
           return;
         }
-        int qt, bh;
-        fwd_decode(sc, w, qt, bh);
-        ss.set_q_tile(rq, make_int4(w, qt, bh % p.hq, bh / p.hq));
         mbar_arrive_expect_tx(q_full(qb), C::kQBytes);
         for (int c = 0; c < kChunks; ++c)
-          tma_load_4d_once(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, qt * kBq, bh % p.hq,
-                           bh / p.hq);
+          tma_load_4d_once(q_buf(qb) + c * kBq * 128, &mq, q_full(qb), c * 64, wt.y * kBq, wt.z,
+                           wt.w);
       };
-      int w = fwd_item(sc, 0);
+      int4 wt = decode(fwd_item(sc, 0));
       for (int r = 0;; ++r) {
-        if (w >= sc.items) {
-          if (!C::kQEarly || r == 0) load_q(r, w);
+        if (wt.x >= sc.items) {
+          if (!C::kQEarly || r == 0) load_q(r, wt);
           break;
         }
-        int qt, bh;
-        fwd_decode(sc, w, qt, bh);
-        const int h = bh % p.hq, b = bh / p.hq, hk = h / hpk, i0 = qt * kBq;
+        const int h = wt.z, b = wt.w, hk = h / hpk, i0 = wt.y * kBq;
         const int nt = tiles_of(i0);
         for (int t = 0; t < nt; ++t, ++it) {
           const int s = it % kStages, u = it / kStages;
@@ -237,14 +239,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
           // Q after the first K (a single Q buffer waits for the last epilogue); kQEarly: the next
           // work tile's Q after this one's last K (its buffer is free once the work tile before
           // this one is done).
-          if (t == 0 && (!C::kQEarly || r == 0)) load_q(r, w);
-          if (C::kQEarly && t == nt - 1) load_q(r + 1, fwd_sched_take(ss, r));
+          if (t == 0 && (!C::kQEarly || r == 0)) load_q(r, wt);
+          if (C::kQEarly && t == nt - 1) load_q(r + 1, decode(fwd_sched_take(ss, r)));
           if (it >= kStages) mbar_wait(v_empty(s), (u - 1) & 1);
           mbar_arrive_expect_tx(v_full(s), C::kTileBytes);
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(v_buf(s) + c * kBk * 128, &mv, v_full(s), c * 64, t * kBk, hk, b);
         }
-        w = C::kQEarly ? ss.q_tile_of(r + 1).x : fwd_sched_take(ss, r);
+        wt = C::kQEarly ? ss.q_tile_of(r + 1) : decode(fwd_sched_take(ss, r));
       }
     }
   } else {
