@@ -188,6 +188,9 @@ __attribute__((weak)) void sm90_set_forward_cfg(int cfg);
 __attribute__((weak)) void sm90_set_backward_cfg(int cfg64, int cfg128);
 // The forward's work counter on or off (flash_sm90_fwd.cu); weak like the others.
 __attribute__((weak)) void sm90_set_forward_dynamic(bool on);
+// The head-dim-64 forward shape a call takes by default (flash_sm90_fwd.cu); weak like the others.
+__attribute__((weak)) int sm90_forward_default_cfg64(int64_t b, int64_t hq, int64_t tq, bool causal,
+                                                     int device);
 }  // namespace kiln::gpu::flash
 namespace kiln::gpu {
 // backend/gpu/work_counter.h, weak: GPU builds only.
@@ -197,7 +200,7 @@ __attribute__((weak)) int* work_counter(int device, void* stream);
 namespace kiln {
 namespace {
 
-// Every forward kernel shape (D64Cfgs 0..5, D128Cfgs 0..6 in flash_sm90_fwd.cu, the persistent,
+// Every forward kernel shape (D64Cfgs 0..6, D128Cfgs 0..6 in flash_sm90_fwd.cu, the persistent,
 // chained and TMA-store ones included) against the float64 CPU kernel on small shapes (bf16, fp16)
 // and against flash_mma on shapes with more work tiles than resident blocks (several rounds per
 // persistent block, batch x heads a multiple of nothing, tq != tk, GQA).
@@ -215,7 +218,7 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
                         {2, 9, 3, 1100, 1100, true},
                         {1, 5, 5, 1300, 700, true}};
   for (int64_t d : {64, 128})
-    for (int cfg = 0; cfg < (d == 64 ? 6 : 7); ++cfg) {
+    for (int cfg = 0; cfg < 7; ++cfg) {
       gpu::flash::sm90_set_forward_cfg(cfg);
       uint64_t seed = 300;
       for (DType dt : {kBFloat16, kFloat16})
@@ -240,6 +243,28 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
   gpu::flash::sm90_set_forward_cfg(-1);
 }
 
+// Which head-dim-64 shape a call takes by default (Note [Flash sm90 forward small calls]): two
+// blocks an SM (index 6) for causal calls of up to two waves of the default's three-an-SM blocks,
+// and for non-causal calls that need no more waves at two blocks an SM than at three; else the
+// default (0). Tiles of 64 rows: hq heads of tq 64 are hq tiles. ForwardEveryShape checks both
+// shapes' results.
+TEST(FlashAttentionSm90, ForwardSmallCallShape) {
+  KILN_NEED_SM90();
+  ASSERT_NE(gpu::flash::sm90_forward_default_cfg64, nullptr);
+  const int64_t sms = cuda::get_device_properties(0).multi_processor_count;
+  auto pick = [](int64_t b, int64_t hq, int64_t tq, bool causal) {
+    return gpu::flash::sm90_forward_default_cfg64(b, hq, tq, causal, 0);
+  };
+  EXPECT_EQ(pick(1, 2, 1024, true), 6);          // 32 tiles
+  EXPECT_EQ(pick(1, 6 * sms, 64, true), 6);      // two waves of three blocks an SM
+  EXPECT_EQ(pick(1, 6 * sms + 1, 64, true), 0);  // past them
+  EXPECT_EQ(pick(16, 12, 1024, true), 3072 <= 6 * sms ? 6 : 0);
+  EXPECT_EQ(pick(1, 2 * sms, 64, false), 6);   // one wave either way
+  EXPECT_EQ(pick(1, 3 * sms, 64, false), 0);   // one wave against two
+  EXPECT_EQ(pick(1, 4 * sms, 64, false), 6);   // two waves either way
+  EXPECT_EQ(pick(2, 3 * sms, 128, false), 0);  // four waves against six
+}
+
 // Scores that jump between key tiles: keys scaled by block of 64 (0.05, 2, 0.5, 12, 1, 14 times
 // a direction u that the queries follow or oppose), so a row's running max grows by 8 to 100
 // (log2 units) at some tiles and by over 128 at others, where exponentials against a stale max
@@ -260,7 +285,7 @@ TEST(FlashAttentionSm90, ForwardScoreJumps) {
     Tensor q = from_vector(qs).reshape({1, 1, t, 1}) * u + rnd({1, h, t, d}, 901) * 0.1;
     Tensor k = from_vector(km).reshape({1, 1, t, 1}) * u + rnd({1, h, t, d}, 902) * 0.1;
     Tensor v = rnd({1, h, t, d}, 903);
-    for (int cfg = 0; cfg < (d == 64 ? 6 : 7); ++cfg) {
+    for (int cfg = 0; cfg < 7; ++cfg) {
       gpu::flash::sm90_set_forward_cfg(cfg);
       for (DType dt : {kBFloat16, kFloat16})
         for (bool causal : {true, false}) {
@@ -290,7 +315,7 @@ TEST(FlashAttentionSm90, ForwardManyShortWorkTiles) {
   const Case cases[] = {
       {40, 8, 8, 70, 70, true}, {33, 12, 4, 1, 300, false}, {9, 40, 8, 130, 60, true}};
   for (int64_t d : {64, 128})
-    for (int cfg = 0; cfg < (d == 64 ? 6 : 7); ++cfg) {
+    for (int cfg = 0; cfg < 7; ++cfg) {
       gpu::flash::sm90_set_forward_cfg(cfg);
       uint64_t seed = 900;
       for (const Case& c : cases) {
