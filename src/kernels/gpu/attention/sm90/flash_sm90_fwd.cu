@@ -13,9 +13,7 @@
 #include "kernels/gpu/attention/pdl.cuh"
 #include "kernels/gpu/attention/sm90/flash_sm90.h"
 #include "kernels/gpu/attention/sm90/flash_sm90_fwd_kernel.cuh"
-#include "kernels/gpu/attention/sm90/sm90_ptx.cuh"
 #include "kernels/gpu/attention/sm90/sm90_tma.cuh"
-#include "kernels/gpu/warp.cuh"
 
 namespace kiln::gpu::flash {
 namespace {
