@@ -243,6 +243,15 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
   gpu::flash::sm90_set_forward_cfg(-1);
 }
 
+// Causal calls whose work tiles go in groups of as many heads as half the L2 holds the K / V of
+// (Note [Flash sm90 forward schedule]): on an H100 (50 MiB) two groups each here, the last one
+// partial, lengths that are not multiples of the tiles; against flash_mma.
+TEST(FlashAttentionSm90, ForwardCausalGroups) {
+  KILN_NEED_SM90();
+  expect_forward_matches_mma({3, 61, 61, 1100, 1100, true}, 64, 610, " L2 groups");
+  expect_forward_matches_mma({3, 31, 31, 1100, 1100, true}, 128, 620, " L2 groups");
+}
+
 // Which head-dim-64 shape a call takes by default (Note [Flash sm90 forward small calls]): two
 // blocks an SM (index 6) for causal calls of up to two waves of the default's three-an-SM blocks,
 // and for non-causal calls that need no more waves at two blocks an SM than at three; else the

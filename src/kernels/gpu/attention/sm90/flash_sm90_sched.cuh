@@ -30,6 +30,16 @@ namespace kiln::gpu::flash {
 // H8 T4096 D128 97.0-97.4 -> 74.4-75.0; non-causal unchanged (D64 B16 H12 T1024 123.9-124.9 ->
 // 124.3-124.5). Whole-call groups at B16 H12 T1024 D64: 95 us (L2 misses). The producer thread (24
 // registers) now spills a few words a key tile; the spills sit between its barrier waits.
+// Session 19: causal groups grow to as many heads as half the L2 holds the K / V of (fewer
+// restarts of the heavy tiles; H100: 50 MiB, so 100 heads of T1024 D64), never fewer than two
+// waves. Three interleaved passes, us, two waves -> half the L2: D64 B16 H12 T1024 73.1-74.3 ->
+// 71.4-72.7, B8 H16 T2048 167.4-168.0 -> 160.7-161.8, B2 H16 T8192 592.0-594.4 -> 575.7-583.2,
+// B4 H12 T2048 76.9-78.0 -> 65.4-66.3, B2 H32 T4096 311.4-313.3 -> 298.6-301.5; D128 B4 H32
+// T4096 834-871 -> 837-913 (one outlier), B8 H16 T2048 233.0-233.9 -> 233.8-234.3. Groups of
+// three, four, six waves at B16 H12 T1024 D64 causal (the last: the whole call, 50 MiB) 72.1-72.4,
+// 71.8-72.0, 91.4-92.8 against 72.8-74.0; non-causal (equal tiles, nothing to balance) 122.6-130.0,
+// 128.6-129.2, 183.9-184.7 against 121.5-122.4, so non-causal calls keep two waves. The backward's
+// groups (Note [Flash sm90 backward grid order]) at two and three times one wave: no change.
 struct FwdSched {
   int nq;     // query tiles per (batch, head)
   int nbh;    // batch x heads

@@ -90,20 +90,26 @@ inline bool is_sm90(int device) {
   return s == 1;
 }
 
-// Multiprocessors of the device, cached per device (132, an H100's count, when unreadable).
-inline int sm_count(int device) {
+// Device attribute kAttr, cached per device (`fallback` when unreadable).
+template <cudaDeviceAttr kAttr>
+int device_attr(int device, int fallback) {
   static std::atomic<int> n[64];
-  if (device < 0 || device >= 64) return 132;
+  if (device < 0 || device >= 64) return fallback;
   int c = n[device].load(std::memory_order_relaxed);
   if (c == 0) {
-    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        c <= 0) {
+    if (cudaDeviceGetAttribute(&c, kAttr, device) != cudaSuccess || c <= 0) {
       (void)cudaGetLastError();
-      c = 132;
+      c = fallback;
     }
     n[device].store(c, std::memory_order_relaxed);
   }
   return c;
+}
+// Multiprocessors of the device (132, an H100's count, when unreadable).
+inline int sm_count(int device) { return device_attr<cudaDevAttrMultiProcessorCount>(device, 132); }
+// The device's L2 cache in bytes (50 MiB, an H100's, when unreadable).
+inline int64_t l2_bytes(int device) {
+  return device_attr<cudaDevAttrL2CacheSize>(device, 50 << 20);
 }
 
 // Lets kKernel use `bytes` of dynamic shared memory (set once per kernel); whether that worked.
