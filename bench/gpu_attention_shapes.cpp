@@ -1,6 +1,7 @@
 // Kernel tuning probe (JSON lines): GPU time per call of kiln's causal or full bfloat16
 // scaled_dot_product_attention for shapes given on the command line, forward only or forward +
-// backward (median of 7 samples of 10 calls, CUDA events, after 5 warm-up calls).
+// backward (median of 7 samples of 10 calls, CUDA events, after 5 warm-up calls and, with
+// KILN_BENCH_WARMUP_S=s, s seconds of calls).
 //
 //   gpu_attention_shapes fwd|fwdbwd B H T D CAUSAL [B H T D CAUSAL ...]
 //
@@ -8,6 +9,7 @@
 // shapes timed; run it once per setting, interleaved, for A/B comparisons. Built by
 // bench/run_attention_bench.sh --build next to gpu_attention_bench.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +55,15 @@ int main(int argc, char** argv) {
     };
     for (int i = 0; i < 5; ++i) step();
     kiln::cuda::synchronize();
+    // KILN_BENCH_WARMUP_S=s: s seconds of calls first, so the samples run at the clocks the GPU
+    // holds under its power cap (as in bench/gpu_attention.cpp).
+    const char* warm = std::getenv("KILN_BENCH_WARMUP_S");
+    const auto w0 = std::chrono::steady_clock::now();
+    while (warm && std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count() <
+                       std::atof(warm)) {
+      for (int i = 0; i < 10; ++i) step();
+      kiln::cuda::synchronize();
+    }
     std::vector<double> ms;
     for (int r = 0; r < 7; ++r) {
       kiln::cuda::Event e0(true), e1(true);

@@ -243,13 +243,15 @@ TEST(FlashAttentionSm90, ForwardEveryShape) {
   gpu::flash::sm90_set_forward_cfg(-1);
 }
 
-// Causal calls whose work tiles go in groups of as many heads as half the L2 holds the K / V of
-// (Note [Flash sm90 forward schedule]): on an H100 (50 MiB) two groups each here, the last one
-// partial, lengths that are not multiples of the tiles; against flash_mma.
+// The work tiles' groups (Note [Flash sm90 forward schedule]) on an H100 (50 MiB L2): causal
+// calls of several groups of two waves, the last one partial (D64 46 + 46 + 46 + 45 heads, D128
+// 27 x 3 + 24), and one whose K / V fit in half the L2 (one group, not two); lengths that are not
+// multiples of the tiles; against flash_mma.
 TEST(FlashAttentionSm90, ForwardCausalGroups) {
   KILN_NEED_SM90();
-  expect_forward_matches_mma({3, 61, 61, 1100, 1100, true}, 64, 610, " L2 groups");
-  expect_forward_matches_mma({3, 31, 31, 1100, 1100, true}, 128, 620, " L2 groups");
+  expect_forward_matches_mma({3, 61, 61, 1100, 1100, true}, 64, 610, " groups");
+  expect_forward_matches_mma({3, 35, 35, 1100, 1100, true}, 128, 620, " groups");
+  expect_forward_matches_mma({4, 11, 11, 2000, 2000, true}, 64, 630, " one group");
 }
 
 // Which head-dim-64 shape a call takes by default (Note [Flash sm90 forward small calls]): two

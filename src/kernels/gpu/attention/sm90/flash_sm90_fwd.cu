@@ -108,15 +108,14 @@ bool launch(const FlashParams& p, int device, cudaStream_t stream) {
   if (!tma_o) mo = mq;  // unused
   constexpr auto kernel = &sm90_fwd_kernel<kBf16, C>;
   if (!smem_limit_set<kernel>(C::kSmem)) return false;
-  // Work tiles in equal groups of about two resident waves, causal calls of as many heads as half
-  // the L2 holds the K / V of where that is more (Note [Flash sm90 forward schedule]).
+  // Work tiles in equal groups of about two resident waves; a causal call whose K / V fit in half
+  // the L2 in one group (Note [Flash sm90 forward schedule]).
   const int64_t nq = (p.tq + C::kBq - 1) / C::kBq, nbh = p.hq * p.b, items = nq * nbh;
   if (items > INT_MAX / 2) return false;
   const int resident = resident_blocks<C>(reinterpret_cast<const void*>(kernel), device);
   const int64_t wave = std::max<int64_t>(1, (resident + nq - 1) / nq);  // heads a wave
-  int64_t heads = 2 * wave;                                             // a group's, about
-  if (p.causal) heads = std::max(heads, l2_bytes(device) / 2 / (p.tk * p.d * 4));
-  const int64_t groups = std::max<int64_t>(1, (2 * nbh + heads) / (2 * heads));
+  int64_t groups = std::max<int64_t>(1, (nbh + wave) / (2 * wave));
+  if (p.causal && int64_t{p.b} * p.hk * p.tk * p.d * 4 <= l2_bytes(device) / 2) groups = 1;
   FwdSched sc{static_cast<int>(nq), static_cast<int>(nbh),
               static_cast<int>((nbh + groups - 1) / groups), static_cast<int>(items), nullptr};
   const int64_t grid = C::kPersist ? std::min<int64_t>(items, resident) : items;

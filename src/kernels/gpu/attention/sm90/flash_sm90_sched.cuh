@@ -30,16 +30,19 @@ namespace kiln::gpu::flash {
 // H8 T4096 D128 97.0-97.4 -> 74.4-75.0; non-causal unchanged (D64 B16 H12 T1024 123.9-124.9 ->
 // 124.3-124.5). Whole-call groups at B16 H12 T1024 D64: 95 us (L2 misses). The producer thread (24
 // registers) now spills a few words a key tile; the spills sit between its barrier waits.
-// Session 19: causal groups grow to as many heads as half the L2 holds the K / V of (fewer
-// restarts of the heavy tiles; H100: 50 MiB, so 100 heads of T1024 D64), never fewer than two
-// waves. Three interleaved passes, us, two waves -> half the L2: D64 B16 H12 T1024 73.1-74.3 ->
-// 71.4-72.7, B8 H16 T2048 167.4-168.0 -> 160.7-161.8, B2 H16 T8192 592.0-594.4 -> 575.7-583.2,
-// B4 H12 T2048 76.9-78.0 -> 65.4-66.3, B2 H32 T4096 311.4-313.3 -> 298.6-301.5; D128 B4 H32
-// T4096 834-871 -> 837-913 (one outlier), B8 H16 T2048 233.0-233.9 -> 233.8-234.3. Groups of
-// three, four, six waves at B16 H12 T1024 D64 causal (the last: the whole call, 50 MiB) 72.1-72.4,
-// 71.8-72.0, 91.4-92.8 against 72.8-74.0; non-causal (equal tiles, nothing to balance) 122.6-130.0,
-// 128.6-129.2, 183.9-184.7 against 121.5-122.4, so non-causal calls keep two waves. The backward's
-// groups (Note [Flash sm90 backward grid order]) at two and three times one wave: no change.
+// Session 19, H100 (50 MiB L2), bench/gpu_attention_shapes fwd, us. Causal groups of as many
+// heads as half the L2 holds the K / V of (fewer group boundaries), three interleaved passes, two
+// waves -> half the L2: D64 B16 H12 T1024 73.1-74.3 -> 71.4-72.7, B8 H16 T2048 167.4-168.0 ->
+// 160.7-161.8, B2 H32 T4096 311.4-313.3 -> 298.6-301.5, B4 H12 T2048 76.9-78.0 -> 65.4-66.3; D128
+// unchanged. But after a second of calls (KILN_BENCH_WARMUP_S=1, the clocks under the power cap),
+// two passes: 84.0-86.2 -> 89.1-90.1, 187.1-189.6 -> 200.6-201.6, 360.5-362.4 -> 369.6-406.5, and
+// only B4 H12 T2048 gains, 83.0-83.7 -> 74.4-75.7 (forward + backward 287.1-289.4 -> 277.4-280.0):
+// the larger groups cost DRAM traffic, which the power cap turns into lower clocks. Kept: a causal
+// call whose K / V fit in half the L2 runs as one group (there the large group costs no traffic;
+// B4 H12 T2048 above). Non-causal calls (equal tiles) lose with larger groups even unsustained:
+// B16 H12 T1024 D64 121.5-122.4 us with two waves, 122.6-130.0 three, 128.6-129.2 four, 183.9-184.7
+// one group (50 MiB). The backward's groups (Note [Flash sm90 backward grid order]) at two and
+// three times one wave: no change.
 struct FwdSched {
   int nq;     // query tiles per (batch, head)
   int nbh;    // batch x heads
