@@ -226,6 +226,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         for (int t = 0; t < nt; ++t, ++it) {
           const int s = it % kStages, u = it / kStages;
           if (it >= kStages) mbar_wait(k_empty(s), (u - 1) & 1);
+          fwd_sched_ask(ss, t, nt);
           mbar_arrive_expect_tx(k_full(s), C::kTileBytes);
           for (int c = 0; c < kChunks; ++c)
             tma_load_4d(k_buf(s) + c * kBk * 128, &mk, k_full(s), c * 64, t * kBk, hk, b);

@@ -12,22 +12,33 @@ namespace kiln::gpu::flash {
 // sizes near two resident waves of tiles, one group where the call has under three waves: a group
 // boundary restarts the heavy tiles, and a small last group ends the call on a tail. Block k of a
 // grid of G starts on tile k. With a work counter (ctr, Note [Work counter]) each block then takes
-// the next tile in that order as it starts its current one (greedy, heaviest first: the blocks end
-// together whatever the tiles cost); without one (graph capture) tiles 2G - 1 - k, 2G + k, ... (a
-// snake over rounds of G, heavy and light tiles alternating). A non-persistent grid has one tile
+// the next tile in that order shortly before it can start it (greedy, heaviest first: the blocks
+// end together whatever the tiles cost); without one (graph capture) tiles 2G - 1 - k, 2G + k, ...
+// (a snake over rounds of G, heavy and light tiles alternating). A non-persistent grid has one tile
 // per block (G = the tile count, no counter). In the block a scheduler thread takes the tiles (the
-// counter's latency off the producer's path) and hands each to the producer through `next` (one
-// ahead); the producer tells the consumers each round's tile, decoded, with its Q (q_tile, per Q
-// buffer). H100, bench/gpu_attention_shapes, three passes interleaved with
-// KILN_FLASH_SM90_DYNAMIC=0 (the snake), causal bf16 forward: B16 H12 T1024 D64 81.95-82.33
-// -> 80.14-80.61 us, B4 H32 T4096 D128 898.9-934.0 -> 871.2-900.4; forward + backward 332.4-333.5
-// -> 331.8-332.3 and 3837-3848 -> 3820-3825. A list-scheduling model of the D64 tiles (3 warpgroups
-// an SM sharing it) had put the snake's cost at 7%: blocks that share an SM absorb most of an
+// counter's latency off the producer's path) and hands each to the producer through `next`: the
+// producer asks for it one key tile before the current tile's last K load (fwd_sched_ask; it runs
+// kStages key tiles ahead of the consumers) and takes it at that load. The producer tells the
+// consumers each round's tile, decoded, with its Q (q_tile, per Q buffer). Until session 20 the
+// scheduler took round r + 1's tile as soon as the producer had taken round r's, a whole work tile
+// early: blocks held heavy tiles they could not start while others ran out of work, and a causal
+// call ended over 12 us of blocks finishing one by one (block timelines from %globaltimer: ends at
+// 57-72 us of a 72 us B16 H12 T1024 D64 call, 92% of the block slots busy; asking late, 65-67 us of
+// 67, 98%). H100, interleaved passes (two before, three after), us, before -> after: causal B16 H12
+// T1024 D64 73.9-74.2 -> 69.8-70.4, B8 H16 T2048 D64 167.6-168.6 -> 159.0-159.8, B2 H32 T4096 D64
+// 312.1-316.2 -> 295.3-296.1, B4 H12 T2048 D64 65.3-66.5 -> 62.4-63.1, B4 H32 T4096 D128 879-885 ->
+// 819-865, B2 H16 T2048 D128 71.7-71.9 -> 63.0-64.4; non-causal B16 H12 T1024 D64 unchanged
+// (122.2-122.4 -> 120.7-122.4). Asking zero, two or three key tiles before the last load measured
+// the same as one. Before, H100, bench/gpu_attention_shapes, three passes interleaved with
+// KILN_FLASH_SM90_DYNAMIC=0 (the snake), causal bf16 forward: B16 H12 T1024 D64 81.95-82.33 ->
+// 80.14-80.61 us, B4 H32 T4096 D128 898.9-934.0 -> 871.2-900.4; forward + backward 332.4-333.5 ->
+// 331.8-332.3 and 3837-3848 -> 3820-3825. A list-scheduling model of the D64 tiles (3 warpgroups an
+// SM sharing it) had put the snake's cost at 7%: blocks that share an SM absorb most of an
 // imbalance between them. Then groups of two waves, equal in size, instead of one wave (the last
 // group the remainder), three passes (us, causal forward, old -> new): B16 H12 T1024 D64 79.5-81.4
-// -> 78.2-78.6, B8 H16 T2048 D64 179.7-181.9 -> 175.2-176.2, B1 H24 T2048 D64 59.1-59.7
-// -> 45.2-46.4, B4 H32 T4096 D128 866-892 -> 851-869, B2 H16 T2048 D128 81.7-83.6 -> 74.6-74.7, B1
-// H8 T4096 D128 97.0-97.4 -> 74.4-75.0; non-causal unchanged (D64 B16 H12 T1024 123.9-124.9 ->
+// -> 78.2-78.6, B8 H16 T2048 D64 179.7-181.9 -> 175.2-176.2, B1 H24 T2048 D64 59.1-59.7 ->
+// 45.2-46.4, B4 H32 T4096 D128 866-892 -> 851-869, B2 H16 T2048 D128 81.7-83.6 -> 74.6-74.7, B1 H8
+// T4096 D128 97.0-97.4 -> 74.4-75.0; non-causal unchanged (D64 B16 H12 T1024 123.9-124.9 ->
 // 124.3-124.5). Whole-call groups at B16 H12 T1024 D64: 95 us (L2 misses). The producer thread (24
 // registers) now spills a few words a key tile; the spills sit between its barrier waits.
 // Session 19, H100 (50 MiB L2), bench/gpu_attention_shapes fwd, us. Causal groups of as many
@@ -100,11 +111,11 @@ struct FwdSchedSmem {
   }
 };
 // The scheduler thread: the work tile of round r = 1, 2, ... into ss.next, each once the producer
-// has taken the one before; ends after the first past the last.
+// asks for it (fwd_sched_ask); ends after the first past the last.
 template <class S>
 __device__ inline void fwd_sched_run(const FwdSched& sc, S& ss) {
   for (int r = 1;; ++r) {
-    if (r > 1) sm90::mbar_wait(sm90::smem_u32(&ss.empty), (r - 2) & 1);
+    sm90::mbar_wait(sm90::smem_u32(&ss.empty), (r - 1) & 1);
     const int w = fwd_item(sc, r);
     *static_cast<volatile int*>(&ss.next) = w;
     sm90::mbar_arrive(sm90::smem_u32(&ss.full));
@@ -112,13 +123,17 @@ __device__ inline void fwd_sched_run(const FwdSched& sc, S& ss) {
   }
   fwd_sched_done(sc);
 }
-// The producer: the work tile of round r + 1.
+// The producer, loading key tile t of the nt of round r: asks for round r + 1's work tile one key
+// tile before its last K load (once a round; round r's was taken before).
+template <class S>
+__device__ inline void fwd_sched_ask(S& ss, int t, int nt) {
+  if (t == max(0, nt - 2)) sm90::mbar_arrive(sm90::smem_u32(&ss.empty));
+}
+// The producer: the work tile of round r + 1 (asked for in round r).
 template <class S>
 __device__ inline int fwd_sched_take(S& ss, int r) {
   sm90::mbar_wait(sm90::smem_u32(&ss.full), r & 1);
-  const int w = *static_cast<volatile int*>(&ss.next);
-  sm90::mbar_arrive(sm90::smem_u32(&ss.empty));
-  return w;
+  return *static_cast<volatile int*>(&ss.next);
 }
 
 }  // namespace kiln::gpu::flash
