@@ -255,10 +255,10 @@ TEST(FlashAttentionSm90, ForwardCausalGroups) {
 }
 
 // Which head-dim-64 shape a call takes by default (Note [Flash sm90 forward small calls]): two
-// blocks an SM (index 6) for causal calls of up to two waves of the default's three-an-SM blocks,
-// and for non-causal calls that need no more waves at two blocks an SM than at three; else the
-// default (0). Tiles of 64 rows: hq heads of tq 64 are hq tiles. ForwardEveryShape checks both
-// shapes' results.
+// blocks an SM (index 6) for causal calls of up to one and a half waves of the default's
+// three-an-SM blocks, and for non-causal calls that need no more waves at two blocks an SM than at
+// three; else the default (0). Tiles of 64 rows: hq heads of tq 64 are hq tiles.
+// ForwardEveryShape checks both shapes' results.
 TEST(FlashAttentionSm90, ForwardSmallCallShape) {
   KILN_NEED_SM90();
   ASSERT_NE(gpu::flash::sm90_forward_default_cfg64, nullptr);
@@ -266,10 +266,11 @@ TEST(FlashAttentionSm90, ForwardSmallCallShape) {
   auto pick = [](int64_t b, int64_t hq, int64_t tq, bool causal) {
     return gpu::flash::sm90_forward_default_cfg64(b, hq, tq, causal, 0);
   };
-  EXPECT_EQ(pick(1, 2, 1024, true), 6);          // 32 tiles
-  EXPECT_EQ(pick(1, 6 * sms, 64, true), 6);      // two waves of three blocks an SM
-  EXPECT_EQ(pick(1, 6 * sms + 1, 64, true), 0);  // past them
-  EXPECT_EQ(pick(16, 12, 1024, true), 3072 <= 6 * sms ? 6 : 0);
+  const int64_t edge = 9 * sms / 2;           // one and a half waves of three blocks an SM
+  EXPECT_EQ(pick(1, 2, 1024, true), 6);       // 32 tiles
+  EXPECT_EQ(pick(1, edge, 64, true), 6);      // up to the edge
+  EXPECT_EQ(pick(1, edge + 1, 64, true), 0);  // past it
+  EXPECT_EQ(pick(16, 12, 1024, true), 3072 <= edge ? 6 : 0);
   EXPECT_EQ(pick(1, 2 * sms, 64, false), 6);   // one wave either way
   EXPECT_EQ(pick(1, 3 * sms, 64, false), 0);   // one wave against two
   EXPECT_EQ(pick(1, 4 * sms, 64, false), 6);   // two waves either way
