@@ -58,10 +58,10 @@ namespace kiln::gpu::flash::sm90 {
 // + 2.24 n us (9.2 at n = 2, 134.8 at n = 58), the SMs waited 0.64 us between blocks (20 us an SM)
 // and ended from 2434 to 2496 us. So each block's fixed cost (K / V in, dK / dV out, the pipeline's
 // fill and drain) is about 6% of the kernel, the most a persistent kernel could hide ((4) above
-// lost 1-2% against this one). B16 H12 T1024 D64 causal: 194 us, 93.7% busy, ends from 179 to 194
-// us (the last group's 128 blocks, about one wave, start together, 5-26 us long); a list-scheduling
-// model puts the end 1.5% sooner with the last two groups' blocks ordered as one group (longest
-// first). Neither changed.
+// lost up to 2% at head dim 128). B16 H12 T1024 D64 causal: 194 us, 93.7% busy, ends from 179 to
+// 194 us (the last group's 128 blocks, about one wave, start together, 5-26 us long); a
+// list-scheduling model puts the end 1.5% sooner with the last two groups' blocks ordered as one
+// group (longest first). Neither changed.
 constexpr int kBq = 64;
 constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
 constexpr int kRowBytes = kBq * 4;  // kBq floats

@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       mbar_init(v_empty(s), 4 * C::kConsumers);
     }
     mbar_init(smem_u32(&ss.full), 1);
-    mbar_init(smem_u32(&ss.empty), 1);
+    mbar_init(smem_u32(&ss.ask), 1);
     mbar_init_fence();
   }
   __syncthreads();

@@ -89,8 +89,8 @@ __device__ inline void fwd_sched_done(const FwdSched& sc) {
 // The block's scheduling state in shared memory.
 template <int kQBufs>
 struct FwdSchedSmem {
-  uint64_t full, empty;  // mbarriers of `next` (one arrival each)
-  int next;              // the next round's work tile, from the scheduler thread
+  uint64_t full, ask;  // mbarriers of `next`: filled, asked for (one arrival each)
+  int next;            // the next round's work tile, from the scheduler thread
   // Per Q buffer, from the producer: its round's work tile w, decoded (query tile, head, batch),
   // so the consumers' path between two work tiles has no divisions.
   int4 q_tile[kQBufs];
@@ -115,7 +115,7 @@ struct FwdSchedSmem {
 template <class S>
 __device__ inline void fwd_sched_run(const FwdSched& sc, S& ss) {
   for (int r = 1;; ++r) {
-    sm90::mbar_wait(sm90::smem_u32(&ss.empty), (r - 1) & 1);
+    sm90::mbar_wait(sm90::smem_u32(&ss.ask), (r - 1) & 1);
     const int w = fwd_item(sc, r);
     *static_cast<volatile int*>(&ss.next) = w;
     sm90::mbar_arrive(sm90::smem_u32(&ss.full));
@@ -127,7 +127,7 @@ __device__ inline void fwd_sched_run(const FwdSched& sc, S& ss) {
 // tile before its last K load (once a round; round r's was taken before).
 template <class S>
 __device__ inline void fwd_sched_ask(S& ss, int t, int nt) {
-  if (t == max(0, nt - 2)) sm90::mbar_arrive(sm90::smem_u32(&ss.empty));
+  if (t == max(0, nt - 2)) sm90::mbar_arrive(sm90::smem_u32(&ss.ask));
 }
 // The producer: the work tile of round r + 1 (asked for in round r).
 template <class S>
