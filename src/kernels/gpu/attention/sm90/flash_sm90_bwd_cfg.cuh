@@ -54,14 +54,18 @@ namespace kiln::gpu::flash::sm90 {
 //
 // Session 20, block timelines (a temporary build wrote %globaltimer and %smid at each block's start
 // and end, the 20th of a run of forward + backward calls, H100): B4 H32 T4096 D128 causal, main
-// kernel 2496 us, the SMs' block slots busy 98.4% of it; a block of n query tiles took about 4.7
-// + 2.24 n us (9.2 at n = 2, 134.8 at n = 58), the SMs waited 0.64 us between blocks (20 us an SM)
+// kernel 2496 us, the SMs' block slots busy 98.4% of it; a block of n query tiles took about 4.7 +
+// 2.24 n us (9.2 at n = 2, 134.8 at n = 58), the SMs waited 0.64 us between blocks (20 us an SM)
 // and ended from 2434 to 2496 us. So each block's fixed cost (K / V in, dK / dV out, the pipeline's
 // fill and drain) is about 6% of the kernel, the most a persistent kernel could hide ((4) above
 // lost up to 2% at head dim 128). B16 H12 T1024 D64 causal: 194 us, 93.7% busy, ends from 179 to
 // 194 us (the last group's 128 blocks, about one wave, start together, 5-26 us long); a
 // list-scheduling model puts the end 1.5% sooner with the last two groups' blocks ordered as one
-// group (longest first). Neither changed.
+// group (longest first). Measured so (forward + backward, us, three interleaved passes, merged
+// against not): B16 H12 T1024 D64 causal 310.7-313.8 against 313.2-315.5, B8 H16 T2048 D64
+// 651.8-654.0 against 652.2-657.1, B4 H16 T1024 D64 non-causal 169.8-171.6 against 167.6-173.1, B4
+// H32 T4096 D128 3732-3765 against 3737-3741, B2 H16 T2048 D128 264.5-268.1 against 267.9-274.5:
+// within 1%, not kept.
 constexpr int kBq = 64;
 constexpr int kTile = 64 * 64 * 2;  // one 64-row x 64-column 16-bit box (8 KiB)
 constexpr int kRowBytes = kBq * 4;  // kBq floats
